@@ -1,0 +1,33 @@
+"""pymc_dp: differentially private posterior sampling for PyMC models.
+
+Sampling from a Bayesian posterior is itself differentially private when every likelihood
+factor is Lipschitz in one record on the support of the prior (Dimitrakakis et al. 2014, 2017;
+Zhang et al. 2016). pymc_dp certifies each factor with an exact rule, lifts the constants through
+the model's DAG, truncates the priors to the region where the loss fits the budget, samples,
+and releases privacy-accounted draws as ArviZ ``InferenceData``.
+"""
+
+__version__ = "0.1.0"
+
+from pymc_dp.certificate import Certificate, FactorCertificate
+from pymc_dp.core import PrivateModel, make_private, private
+from pymc_dp.domains import Ball, Binary, Box, Domain, Integers, Interval
+from pymc_dp.exceptions import BudgetExceededError, DomainError, PrivacyError, UnsupportedFactorError
+
+__all__ = [
+    "private",
+    "make_private",
+    "PrivateModel",
+    "Certificate",
+    "FactorCertificate",
+    "Domain",
+    "Interval",
+    "Binary",
+    "Integers",
+    "Ball",
+    "Box",
+    "PrivacyError",
+    "DomainError",
+    "UnsupportedFactorError",
+    "BudgetExceededError",
+]

@@ -1,0 +1,110 @@
+"""The privacy certificate: everything public about a private model, JSON-safe."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["FactorCertificate", "Certificate"]
+
+
+@dataclass(frozen=True)
+class FactorCertificate:
+    """One likelihood factor that reads private data.
+
+    Attributes
+    ----------
+    name : str
+        The observed RV.
+    family : str
+        Its distribution family.
+    reads : tuple of str
+        The private containers it reads.
+    lipschitz : float
+        The per-record constant ``L_j`` that the truncation guarantees: on the truncated
+        prior's support, one record changes this factor's log-likelihood by at most ``L_j``.
+    truncation : tuple of str
+        The constraints applied to the free RVs it reads.
+    solver : str
+        How the truncation was found (interval, location-scale, affine, potential, bounds).
+    """
+
+    name: str
+    family: str
+    reads: tuple[str, ...]
+    lipschitz: float
+    truncation: tuple[str, ...]
+    solver: str
+    constraints: tuple[dict, ...] = field(default=(), repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["reads"] = list(self.reads)
+        d["truncation"] = list(self.truncation)
+        d["constraints"] = [dict(c) for c in self.constraints]
+        return d
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """The privacy guarantee of releasing ``draws`` posterior draws of a private model."""
+
+    epsilon: float
+    delta: float
+    draws: int
+    epsilon_per_draw: float
+    unit: str
+    prior_mass_kept: float
+    prior_mass_method: str
+    factors: tuple[FactorCertificate, ...]
+    domains: dict[str, dict]
+    public: tuple[str, ...]
+    composition: str
+    mode: str
+    versions: dict[str, str]
+    caveats: tuple[str, ...] = ()
+
+    @property
+    def delta_per_draw(self) -> float:
+        """``Delta``: the largest change of the log-likelihood that one unit makes (``eps0 / 2``)."""
+        return self.epsilon_per_draw / 2.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "draws": self.draws,
+            "epsilon_per_draw": self.epsilon_per_draw,
+            "unit": self.unit,
+            "prior_mass_kept": self.prior_mass_kept,
+            "prior_mass_method": self.prior_mass_method,
+            "factors": [f.to_dict() for f in self.factors],
+            "domains": self.domains,
+            "public": list(self.public),
+            "composition": self.composition,
+            "mode": self.mode,
+            "versions": dict(self.versions),
+            "caveats": list(self.caveats),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def __str__(self) -> str:
+        lines = [
+            f"pymc_dp certificate: ({self.epsilon:.6g}, {self.delta:.3g})-DP for {self.draws} "
+            f"posterior draw(s), unit={self.unit}, {self.composition} composition",
+            f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.delta_per_draw:.6g})",
+            f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method})",
+            "  factors:",
+        ]
+        for f in self.factors:
+            lines.append(
+                f"    {f.name:<12} {f.family:<12} reads {', '.join(f.reads):<16} L = {f.lipschitz:.6g}"
+            )
+            for t in f.truncation:
+                lines.append(f"      truncation: {t}")
+        for c in self.caveats:
+            lines.append(f"  caveat: {c}")
+        return "\n".join(lines)

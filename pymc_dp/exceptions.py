@@ -1,0 +1,31 @@
+"""Typed errors. Every pymc_dp refusal is a :class:`PrivacyError`.
+
+A refusal happens *before* anything is sampled or spent: when one of these is raised, nothing
+was released and no budget ledger changed. Every message names the variable concerned and says
+what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PrivacyError",
+    "DomainError",
+    "UnsupportedFactorError",
+    "BudgetExceededError",
+]
+
+
+class PrivacyError(ValueError):
+    """Base class: pymc_dp refused to certify or release something."""
+
+
+class DomainError(PrivacyError):
+    """A private container has no declared domain, a bad one, or data outside it."""
+
+
+class UnsupportedFactorError(PrivacyError):
+    """A likelihood factor reads private data in a way no exact rule covers."""
+
+
+class BudgetExceededError(PrivacyError):
+    """The requested privacy budget cannot be met, or would overspend a ledger."""

@@ -1,0 +1,60 @@
+"""Lift per-factor Lipschitz constants through the model's DAG to the loss of one draw.
+
+AAAI 2016 Lemmas 2-3, JMLR 2017 Lemma 24 (DESIGN.md section 3). Factor ``j`` reads the private
+containers ``reads_j`` and changes by at most ``L_j`` when the record it reads changes.
+
+* ``record`` unit (one row of every private container changes): ``Delta = sum_j L_j``;
+* ``attribute`` unit (one container's value in one row changes): ``Delta = max_k sum_{j reads k}
+  L_j``. For a discrete Bayes net whose nodes are containers, the factors reading ``k`` are ``k``
+  and its children: JMLR Lemma 24's ``1 + outdeg(k)``.
+
+One posterior draw is then ``2 Delta``-DP.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+__all__ = ["UNITS", "lift", "split_budget", "epsilon_per_draw_from_delta"]
+
+UNITS = ("record", "attribute")
+
+
+def lift(
+    lipschitz: Mapping[str, float], reads: Mapping[str, Sequence[str]], unit: str
+) -> float:
+    """Per-draw ``Delta`` from per-factor constants (only factors that read private data)."""
+    if unit == "record":
+        return float(sum(lipschitz[j] for j in lipschitz if reads[j]))
+    if unit == "attribute":
+        containers = sorted({k for j in lipschitz for k in reads[j]})
+        return float(
+            max((sum(lipschitz[j] for j in lipschitz if k in reads[j]) for k in containers), default=0.0)
+        )
+    raise ValueError(f"unknown unit {unit!r}")
+
+
+def split_budget(delta: float, reads: Mapping[str, Sequence[str]], unit: str) -> dict[str, float]:
+    """Split the per-draw ``Delta`` across factors so that :func:`lift` gives back ``Delta``.
+
+    Record unit: an equal share ``Delta / J``. Attribute unit: factor j gets
+    ``Delta / max_{k in reads_j} n_k`` where ``n_k`` counts the factors reading container k;
+    then ``sum_{j reads k} L_j <= Delta`` for every k, with equality at the busiest container.
+    """
+    private = [j for j in reads if reads[j]]
+    if not private:
+        return {}
+    if unit == "record":
+        return {j: delta / len(private) for j in private}
+    if unit == "attribute":
+        count = {}
+        for j in private:
+            for k in reads[j]:
+                count[k] = count.get(k, 0) + 1
+        return {j: delta / max(count[k] for k in reads[j]) for j in private}
+    raise ValueError(f"unknown unit {unit!r}")
+
+
+def epsilon_per_draw_from_delta(delta: float) -> float:
+    """One exact posterior draw is ``2 Delta``-DP (the factor 2 is necessary)."""
+    return 2.0 * delta

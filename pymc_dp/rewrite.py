@@ -1,0 +1,208 @@
+"""Rewrite a PyMC model so that its prior is restricted to Theta_L.
+
+As PyMC's own model transforms do (``do``, ``observe``, ``change_value_transforms``), the model
+is turned into a ``FunctionGraph`` (:func:`pymc.model.fgraph.fgraph_from_model`), nodes are
+replaced, and a *new* model is built; the user's model is never mutated.
+
+* :class:`~pymc_dp.truncate.IntervalConstraint` -- the free RV's value transform becomes an
+  ``Interval(lower, upper)`` transform. The sampler then only visits the interval, and the
+  posterior is the original posterior restricted to it (the prior is restricted jointly, not
+  renormalised per conditional).
+* :class:`~pymc_dp.truncate.NormBallConstraint` -- a polar reparametrisation (DESIGN.md section
+  5.3): ``w = rho * u`` with ``u = z / ||z||`` (``z`` standard Normal for l2, standard Laplace for
+  l1, whose normalisation has the cone measure), ``rho = B * sigmoid(t)`` with ``t`` flat, and a
+  ``Potential`` carrying the prior density of ``w``, the polar Jacobian ``(d - 1) ln rho`` and
+  ``ln |d rho / d t|``. A hard wall on ``||w||`` makes NUTS diverge; this samples cleanly.
+* :class:`~pymc_dp.truncate.PotentialConstraint` -- a ``Potential`` that is 0 inside and -inf
+  outside, built from the factor's own Lipschitz expression.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.transforms import Interval
+from pymc.model.fgraph import (
+    ModelFreeRV,
+    fgraph_from_model,
+    model_deterministic,
+    model_free_rv,
+    model_from_fgraph,
+    model_potential,
+)
+from pymc.pytensorf import toposort_replace
+from pytensor.graph.replace import clone_replace
+
+from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
+
+__all__ = ["rewrite_model", "AUX_SUFFIXES"]
+
+#: names of the auxiliary variables the polar reparametrisation adds (never released)
+AUX_SUFFIXES = ("__dp_direction", "__dp_radius", "__dp_polar")
+
+
+@contextlib.contextmanager
+def _without_initvals(model):
+    """``fgraph_from_model`` refuses user initvals; lift them for the conversion and put them back."""
+    saved = dict(model.rvs_to_initial_values)
+    try:
+        for rv in saved:
+            model.rvs_to_initial_values[rv] = None
+        yield saved
+    finally:
+        model.rvs_to_initial_values.update(saved)
+
+
+def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.Model, dict]:
+    """A new model whose free RVs satisfy ``constraints``, and initial values inside them.
+
+    Parameters
+    ----------
+    model : pm.Model
+        The user's model (read only).
+    constraints : list
+        Constraints from :mod:`pymc_dp.truncate`.
+    ctx : RegionContext
+        Supports and prior draws of the free RVs.
+    factor_lipschitz : dict
+        Factor name -> its per-record Lipschitz expression in ``model``'s variables (for
+        potentials).
+    """
+    with _without_initvals(model) as user_initvals:
+        fgraph, memo = fgraph_from_model(model)
+    free_by_name = {rv.name: rv for rv in model.free_RVs}
+    nodes = {
+        node.outputs[0].name: node for node in fgraph.apply_nodes if isinstance(node.op, ModelFreeRV)
+    }
+    intervals: dict[str, tuple[float, float]] = {}
+    balls: dict[str, NormBallConstraint] = {}
+    potentials: list[PotentialConstraint] = []
+    for c in constraints:
+        if isinstance(c, IntervalConstraint):
+            lo0, hi0 = intervals.get(c.var, ctx.support(c.var))
+            lo = lo0 if c.lower is None else max(lo0, c.lower)
+            hi = hi0 if c.upper is None else min(hi0, c.upper)
+            intervals[c.var] = (lo, hi)
+        elif isinstance(c, NormBallConstraint):
+            prev = balls.get(c.var)
+            if prev is not None and prev.weights != c.weights:
+                raise NotImplementedError(
+                    f"two different norm balls on {c.var!r}; pymc_dp cannot intersect them yet"
+                )
+            if prev is None or c.radius < prev.radius:
+                balls[c.var] = c
+        else:
+            potentials.append(c)
+    both = set(intervals) & set(balls)
+    if both:
+        raise NotImplementedError(f"{sorted(both)} would need both an interval and a norm ball")
+
+    replacements = []
+    initvals: dict[str, np.ndarray] = {}
+    extra_outputs = []
+    for name, (lo, hi) in intervals.items():
+        node = nodes[name]
+        rv, value, *dims = node.inputs
+        new_value = rv.type()
+        new_value.name = f"{name}_interval__"
+        transform = Interval(
+            lower=None if not math.isfinite(lo) else float(lo),
+            upper=None if not math.isfinite(hi) else float(hi),
+        )
+        replacements.append((node.outputs[0], model_free_rv(rv, new_value, transform, *dims)))
+        initvals[name] = _interval_initval(lo, hi, ctx.draws[name])
+
+    for name, ball in balls.items():
+        node = nodes[name]
+        rv, value, *dims = node.inputs
+        d = int(np.prod(ctx.shapes[name]))
+        if ball.weights is None:
+            z_rv = pm.Normal.dist(0.0, 1.0, size=d)
+        else:
+            z_rv = pm.Laplace.dist(0.0, 1.0, size=d)
+        t_rv = pm.Flat.dist()
+        z_val, t_val = z_rv.type(), t_rv.type()
+        z_name, t_name = name + AUX_SUFFIXES[0], name + AUX_SUFFIXES[1]
+        z_val.name, t_val.name = z_name, t_name
+        z = model_free_rv(z_rv, z_val, None)
+        t = model_free_rv(t_rv, t_val, None)
+        z.name, t.name = z_name, t_name
+        radius = float(ball.radius)
+        rho = radius * pt.sigmoid(t)
+        if ball.weights is None:
+            v = rho * z / pt.sqrt(pt.sum(pt.square(z)))
+        else:
+            v = rho * z / pt.sum(pt.abs(z)) / pt.as_tensor_variable(np.asarray(ball.weights, dtype="float64"))
+        w_expr = pt.reshape(v, ctx.shapes[name]).astype(rv.dtype)
+        w_det = model_deterministic(w_expr, *dims)
+        w_det.name = name
+        # prior density of w, polar Jacobian (d-1) ln rho, and ln |d rho / d t|
+        log_jac = (d - 1) * pt.log(rho) + math.log(radius) - pt.softplus(-t) - pt.softplus(t)
+        pot = model_potential(pm.logp(rv, w_expr).sum() + log_jac)
+        pot.name = name + AUX_SUFFIXES[2]
+        replacements.append((node.outputs[0], w_det))
+        extra_outputs.append(pot)
+        # start at half the radius, in a public direction
+        initvals[z_name] = np.ones(d) / math.sqrt(d)
+        initvals[t_name] = np.array(0.0)
+
+    for i, c in enumerate(potentials):
+        L = factor_lipschitz[c.factor]
+        # L is written in the user's model variables: map them into the fgraph
+        mapped = clone_replace(L, replace={k: v for k, v in memo.items() if k in _graph_inputs_and_rvs(model)})
+        pot = model_potential(pt.switch(pt.le(mapped, c.bound), 0.0, -np.inf))
+        pot.name = f"{c.factor}__dp_theta_L"
+        extra_outputs.append(pot)
+
+    if replacements:
+        toposort_replace(fgraph, tuple(replacements))
+    for out in extra_outputs:
+        fgraph.add_output(out)
+    new_model = model_from_fgraph(fgraph, mutate_fgraph=True)
+
+    if potentials:
+        start = _start_inside(constraints, ctx)
+        for name, value in start.items():
+            if name not in balls:
+                initvals.setdefault(name, value)
+    for rv, value in user_initvals.items():
+        if value is not None and rv.name not in balls:
+            initvals.setdefault(rv.name, np.asarray(value))
+    return new_model, initvals
+
+
+def _graph_inputs_and_rvs(model):
+    out = set(model.free_RVs) | set(model.data_vars) | set(model.deterministics) | set(model.observed_RVs)
+    return out
+
+
+def _interval_initval(lo: float, hi: float, draws: np.ndarray) -> np.ndarray:
+    shape = draws.shape[1:]
+    if math.isfinite(lo) and math.isfinite(hi):
+        return np.full(shape, 0.5 * (lo + hi))
+    # a robust prior location, moved inside the half-line
+    center = float(np.median(draws))
+    if math.isfinite(lo):
+        value = max(center, lo + max(abs(lo), 1.0))
+    elif math.isfinite(hi):
+        value = min(center, hi - max(abs(hi), 1.0))
+    else:
+        value = center
+    return np.full(shape, value)
+
+
+def _start_inside(constraints, ctx) -> dict[str, np.ndarray]:
+    """The first public prior draw that satisfies every constraint."""
+    n = len(next(iter(ctx.draws.values())))
+    ok = np.ones(n, bool)
+    for c in constraints:
+        ok &= c.contains({k: v[:n] for k, v in ctx.draws.items()})
+    idx = np.nonzero(ok)[0]
+    if len(idx) == 0:
+        return {}
+    i = int(idx[0])
+    return {k: v[i] for k, v in ctx.draws.items()}

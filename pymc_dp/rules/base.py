@@ -1,0 +1,152 @@
+"""The rule registry: one exact Lipschitz rule per PyTensor ``RandomVariable`` Op.
+
+A *rule* answers one question for a likelihood factor: over every record a private dataset may
+hold, what is the range of the factor's log-density of one element,
+
+.. math::  \\mathrm{lo}(\\theta) = \\min_{x \\in D} \\ln p_\\theta(x), \\qquad
+           \\mathrm{hi}(\\theta) = \\max_{x \\in D} \\ln p_\\theta(x)?
+
+The per-element Lipschitz constant under a replace-one change of the data is
+``L(theta) = hi(theta) - lo(theta)``: a neighbouring dataset changes the log-likelihood of that
+element by at most ``L`` and, for the worst pair of records, by exactly ``L``.
+
+Parameters may themselves read private data of the same record (``mu = X @ w``, ``p = theta[y]``).
+Then a parameter is given as :class:`Bounds` ``[lo, hi]``: the values it can take for one record
+as that record ranges over its domain, and the rule returns the range of the log-density jointly
+over the data and that parameter interval (exact when, as for rows of a ball or labels of a
+class, the data and the parameter vary independently). Only the parameters a rule lists in
+``range_params`` may be given as proper intervals.
+
+Rules are registered with :func:`functools.singledispatch` on the type of the RV Op, as PyMC
+registers ``_logprob``. Every rule is written against an array namespace ``xp`` (``NP`` or
+``PT``) so that one derivation gives both a number and a graph; every rule has a brute-force
+test in ``tests/rules``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import singledispatch
+from typing import Any, Callable
+
+from pymc_dp.domains import Domain, Integers, Interval
+from pymc_dp.exceptions import DomainError, UnsupportedFactorError
+
+__all__ = [
+    "Bounds",
+    "RuleInfo",
+    "log_density_range",
+    "rule_info",
+    "register_rule",
+    "domain_interval",
+]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The values one distribution parameter can take for one record, elementwise ``[lo, hi]``.
+
+    ``lo is hi`` (built with :meth:`point`) means the parameter does not read private data.
+    ``space="logit"`` (Bernoulli only) says the bounds are on the logit scale.
+    """
+
+    lo: Any
+    hi: Any
+    space: str = "natural"
+
+    @classmethod
+    def point(cls, value: Any, space: str = "natural") -> "Bounds":
+        return cls(value, value, space)
+
+    @property
+    def is_point(self) -> bool:
+        return self.lo is self.hi
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """Public description of a rule."""
+
+    family: str
+    param_names: tuple[str, ...]
+    #: parameters that may be given as proper intervals (read private data of the record)
+    range_params: frozenset[str]
+    #: name of the location and scale parameters, for location-scale families
+    location: str | None = None
+    scale: str | None = None
+
+
+_INFO: dict[type, RuleInfo] = {}
+
+
+@singledispatch
+def log_density_range(op, domain: Domain, params: tuple[Bounds, ...], xp) -> tuple[Any, Any]:
+    """Return ``(lo, hi)``: the range of one element's log-density over the data domain.
+
+    Parameters
+    ----------
+    op : RandomVariable
+        The Op of the observed RV; dispatch is on its type.
+    domain : Domain
+        The public domain of the observed data.
+    params : tuple of Bounds
+        The distribution parameters in the Op's order (``op.dist_params(node)``).
+    xp : namespace
+        ``pymc_dp.rules._xp.NP`` or ``PT``.
+    """
+    raise UnsupportedFactorError(f"no Lipschitz rule is registered for {type(op).__name__}")
+
+
+def register_rule(
+    op_type: type,
+    family: str,
+    param_names: tuple[str, ...],
+    range_params: tuple[str, ...] = (),
+    location: str | None = None,
+    scale: str | None = None,
+) -> Callable:
+    """Register ``fn(op, domain, params, xp)`` as the rule of ``op_type``."""
+
+    def decorator(fn):
+        _INFO[op_type] = RuleInfo(
+            family, tuple(param_names), frozenset(range_params), location, scale
+        )
+        log_density_range.register(op_type)(fn)
+        return fn
+
+    return decorator
+
+
+def rule_info(op) -> RuleInfo | None:
+    """The :class:`RuleInfo` of the rule that handles ``op``, or None when there is none."""
+    for klass in type(op).__mro__:
+        if klass in _INFO:
+            return _INFO[klass]
+    return None
+
+
+def domain_interval(domain: Domain, family: str) -> tuple[float, float]:
+    """``(lo, hi)`` of an elementwise domain (an integer domain as its real hull)."""
+    if isinstance(domain, Interval):
+        return domain.lo, domain.hi
+    if isinstance(domain, Integers):
+        return float(domain.lo), float(domain.hi)
+    raise DomainError(
+        f"a {family} factor needs an elementwise domain (Interval, Integers, Binary) for its "
+        f"observed data, got {domain}"
+    )
+
+
+def integer_domain(domain: Domain, family: str, support_lo: int = 0) -> tuple[int, int]:
+    """``(lo, hi)`` of an integer domain, checked against the family's support."""
+    if not isinstance(domain, Integers):
+        raise DomainError(
+            f"a {family} factor observes integers: declare its data with Integers(lo, hi) or "
+            f"Binary(), not {domain}"
+        )
+    if domain.lo < support_lo:
+        raise DomainError(
+            f"the {family} family has support starting at {support_lo}, but the declared domain "
+            f"{domain} reaches below it"
+        )
+    return domain.lo, domain.hi

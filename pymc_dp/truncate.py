@@ -1,0 +1,618 @@
+"""From a per-factor budget ``L_j`` to constraints on the model's free RVs (Theta_L).
+
+For each private factor a *solver* turns ``{theta : L_j(theta) <= share_j}`` into constraints on
+the free RVs the factor reads. Solvers are tried from the most specific to the most general:
+
+1. :func:`solve_affine` -- ``X @ w + b`` inside a Normal location or a Bernoulli logit: a norm ball
+   on ``w`` (l2 for Ball rows, weighted l1 for Box rows), an interval on a free intercept, a
+   lower bound on a free scale. Sampled through a polar transform, not a wall.
+2. :func:`solve_location_scale` -- location and scale both free RVs (Normal, Laplace, StudentT,
+   Cauchy): the location in the data interval and the scale above ``s*`` (DESIGN.md section 4).
+3. :func:`solve_scalar` -- the factor reads one free RV: the sublevel set of ``t -> L_j(v = t)``
+   around its minimiser, an interval truncation of every element of ``v``.
+4. :class:`PotentialConstraint` -- anything else: ``pm.Potential`` that is 0 inside
+   ``{L_j(theta) <= share_j}`` and -inf outside, from the rule's own expression. Always valid,
+   slower for NUTS.
+
+Every interval and ball solution is verified before it is accepted: the per-record constant is
+evaluated at both ends of the interval, elementwise (the sup over the box, for rules
+quasi-convex in each parameter), over the hull for indexed parameters, and on a dense grid.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.replace import clone_replace
+from pytensor.graph.traversal import ancestors
+from scipy import optimize, special, stats
+
+from pymc_dp.domains import Ball, Box
+from pymc_dp.factors import AffineForm, Factor, IndexForm, LinkForm, PointForm
+from pymc_dp.rules import NP, Bounds, log_density_range
+
+__all__ = [
+    "IntervalConstraint",
+    "NormBallConstraint",
+    "PotentialConstraint",
+    "FactorRegion",
+    "RegionContext",
+    "solve_factor",
+]
+
+_TOL = 1e-9
+
+
+# --------------------------------------------------------------------------- constraints
+@dataclass(frozen=True)
+class IntervalConstraint:
+    """Every element of free RV ``var`` lies in ``[lower, upper]`` (None: unbounded)."""
+
+    var: str
+    lower: float | None
+    upper: float | None
+
+    def contains(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        v = draws[self.var].reshape(len(draws[self.var]), -1)
+        ok = np.ones(len(v), bool)
+        if self.lower is not None:
+            ok &= np.all(v >= self.lower, axis=1)
+        if self.upper is not None:
+            ok &= np.all(v <= self.upper, axis=1)
+        return ok
+
+    def describe(self) -> str:
+        lo = "-inf" if self.lower is None else f"{self.lower:.6g}"
+        hi = "inf" if self.upper is None else f"{self.upper:.6g}"
+        return f"{self.var} in [{lo}, {hi}]"
+
+    def to_dict(self) -> dict:
+        return {"kind": "interval", "var": self.var, "lower": self.lower, "upper": self.upper}
+
+
+@dataclass(frozen=True)
+class NormBallConstraint:
+    """``||var||`` at most ``radius``: l2, or the weighted l1 norm ``sum_i weights_i |var_i|``."""
+
+    var: str
+    radius: float
+    weights: tuple[float, ...] | None = None
+
+    def norm(self, values: np.ndarray) -> np.ndarray:
+        v = values.reshape(len(values), -1)
+        if self.weights is None:
+            return np.sqrt(np.sum(v**2, axis=1))
+        return np.sum(np.abs(v) * np.asarray(self.weights), axis=1)
+
+    def contains(self, draws):
+        return self.norm(draws[self.var]) <= self.radius
+
+    def describe(self) -> str:
+        if self.weights is None:
+            return f"||{self.var}||_2 <= {self.radius:.6g}"
+        return f"sum_i m_i |{self.var}_i| <= {self.radius:.6g} (m = {list(np.round(self.weights, 6))})"
+
+    def to_dict(self):
+        return {
+            "kind": "norm_ball",
+            "var": self.var,
+            "radius": self.radius,
+            "norm": "l2" if self.weights is None else "weighted_l1",
+            "weights": None if self.weights is None else list(self.weights),
+        }
+
+
+@dataclass(frozen=True)
+class PotentialConstraint:
+    """``L_factor(theta) <= bound``, enforced by a ``pm.Potential`` indicator."""
+
+    factor: str
+    bound: float
+    vars: tuple[str, ...]
+    evaluate: Callable[[dict[str, np.ndarray]], np.ndarray] = field(compare=False, repr=False)
+
+    def contains(self, draws):
+        return self.evaluate(draws) <= self.bound * (1 + _TOL)
+
+    def describe(self) -> str:
+        return f"L_{self.factor}({', '.join(self.vars)}) <= {self.bound:.6g} (potential)"
+
+    def to_dict(self):
+        return {"kind": "potential", "factor": self.factor, "bound": self.bound, "vars": list(self.vars)}
+
+
+@dataclass
+class FactorRegion:
+    """A factor's share of the budget and the constraints that guarantee it."""
+
+    factor: Factor
+    share: float
+    constraints: list
+    solver: str
+    min_lipschitz: float | None = None
+
+
+# --------------------------------------------------------------------------- context
+class RegionContext:
+    """What the solvers need from the model: free RVs, their supports and prior draws."""
+
+    def __init__(self, model, domains, prior_draws: dict[str, np.ndarray]):
+        self.model = model
+        self.domains = domains
+        self.free = {rv.name: rv for rv in model.free_RVs}
+        self.draws = prior_draws
+        self.shapes = {k: v.shape[1:] for k, v in prior_draws.items()}
+
+    def free_rvs_of(self, expr) -> list[str]:
+        anc = set(ancestors([expr]))
+        return [name for name, rv in self.free.items() if rv in anc]
+
+    def support(self, name: str) -> tuple[float, float]:
+        """The support of a scalar free RV, read from its value transform."""
+        rv = self.free[name]
+        transform = self.model.rvs_to_transforms.get(rv)
+        tname = type(transform).__name__ if transform is not None else None
+        if tname == "LogOddsTransform":
+            return 0.0, 1.0
+        if tname == "LogTransform":
+            return 0.0, math.inf
+        if tname == "IntervalTransform" or tname == "Interval":
+            a, b = transform.args_fn(*rv.owner.inputs)
+            lo = -math.inf if a is None else float(np.max(pt.as_tensor_variable(a).eval()))
+            hi = math.inf if b is None else float(np.min(pt.as_tensor_variable(b).eval()))
+            return lo, hi
+        if transform is None and rv.dtype.startswith("float"):
+            return -math.inf, math.inf
+        return math.nan, math.nan  # unsupported (simplex, ordered, discrete, ...)
+
+    def compile_in(self, expr, names: list[str]) -> Callable:
+        """Compile ``expr`` as a function of the values of free RVs ``names``."""
+        holders = {n: self.free[n].type() for n in names}
+        replaced = clone_replace(expr, replace={self.free[n]: holders[n] for n in names})
+        fn = pytensor.function([holders[n] for n in names], replaced, on_unused_input="ignore")
+        return fn
+
+
+# --------------------------------------------------------------------------- helpers
+def _grid_for_support(lo: float, hi: float, center: float | None = None, n: int = 801) -> np.ndarray:
+    if lo == 0.0 and hi == 1.0:
+        z = np.linspace(-36, 36, n)
+        return special.expit(z)
+    if lo == 0.0 and hi == math.inf:
+        return np.exp(np.linspace(-30, 30, n))
+    if lo == -math.inf and hi == math.inf:
+        z = np.linspace(-25, 25, n)
+        return np.sign(z) * np.expm1(np.abs(z))
+    if math.isfinite(lo) and math.isfinite(hi):
+        z = np.linspace(-36, 36, n)
+        return lo + (hi - lo) * special.expit(z)
+    if math.isfinite(lo):
+        return lo + np.exp(np.linspace(-30, 30, n))
+    return hi - np.exp(np.linspace(-30, 30, n))[::-1]
+
+
+def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: float):
+    """``[t_lo, t_hi]`` around the minimiser of f with ``f <= level``; None ends are unbounded.
+
+    Returns ``(t_lo, t_hi, f_min)``; ``t_lo is None`` means the set reaches the grid's lower end.
+    Raises ValueError when ``min f > level``.
+    """
+    values = np.array([f(t) for t in grid])
+    values = np.where(np.isfinite(values), values, np.inf)
+    i = int(np.argmin(values))
+    a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    t_min, f_min = grid[i], values[i]
+    if a < b:
+        res = optimize.minimize_scalar(f, bounds=(a, b), method="bounded", options={"xatol": 1e-12})
+        if res.fun < f_min:
+            t_min, f_min = float(res.x), float(res.fun)
+    if f_min > level:
+        raise ValueError(f_min)
+
+    def crossing(direction):
+        j = i
+        while 0 <= j + direction < len(grid):
+            j += direction
+            if values[j] > level:
+                inner, outer = (grid[j - direction] if j - direction != i else t_min), grid[j]
+                root = optimize.brentq(lambda t: f(t) - level, inner, outer, xtol=1e-14, rtol=1e-14)
+                # step inside until f <= level holds exactly
+                for _ in range(60):
+                    if f(root) <= level:
+                        break
+                    root = root + (t_min - root) * 1e-9
+                return float(root)
+        return None
+
+    return crossing(-1), crossing(+1), f_min
+
+
+def _numeric(expr) -> np.ndarray:
+    return np.asarray(expr.eval(), dtype=float)
+
+
+# --------------------------------------------------------------------------- solvers
+def solve_factor(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
+    """Constraints on the free RVs that keep ``L_factor <= share``; see the module docstring."""
+    for solver in (solve_affine, solve_location_scale, solve_scalar):
+        region = solver(factor, share, ctx)
+        if region is not None:
+            return region
+    return solve_potential(factor, share, ctx)
+
+
+class Infeasible(Exception):
+    """The factor's constant cannot be brought down to its share; carries the minimum."""
+
+    def __init__(self, factor: str, min_lipschitz: float):
+        super().__init__(factor, min_lipschitz)
+        self.factor = factor
+        self.min_lipschitz = min_lipschitz
+
+
+def _plain_free_rv(expr, ctx: RegionContext) -> str | None:
+    """The name of the free RV ``expr`` is (up to casts and broadcasting), else None."""
+    from pymc_dp.factors import _strip_casts, _strip_expand_dims
+
+    e = expr
+    for _ in range(4):
+        e = _strip_expand_dims(_strip_casts(e))
+    for name, rv in ctx.free.items():
+        if e is rv:
+            return name
+    return None
+
+
+def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion | None:
+    """The factor reads exactly one scalar-support free RV ``v``.
+
+    ``f(t) = L_j(v = t everywhere)`` is the per-record constant when every element of ``v`` is
+    t; the truncation is the connected sublevel set ``{f <= share}`` around f's minimiser,
+    applied to every element of ``v``. For rules quasi-convex in the parameter (all exponential
+    families in their natural parameter; location families in the distance) the sup of the
+    per-record constant over the resulting box is at its ends, which is verified elementwise.
+    """
+    L = factor.lipschitz(ctx.domains)
+    names = ctx.free_rvs_of(L)
+    if len(names) != 1:
+        return None
+    (name,) = names
+    lo_s, hi_s = ctx.support(name)
+    if math.isnan(lo_s):
+        return None
+    shape = ctx.shapes[name]
+    fn = ctx.compile_in(L, [name])
+    per_elem = factor.lipschitz_per_element(ctx.domains) + pt.zeros_like(factor.observed, dtype="float64")
+    fn_elem = ctx.compile_in(per_elem, [name])
+    dtype = ctx.free[name].dtype
+
+    def f(t):
+        return float(fn(np.full(shape, t, dtype=dtype)))
+
+    try:
+        t_lo, t_hi, f_min = _sublevel_interval(f, _grid_for_support(lo_s, hi_s), share)
+    except ValueError as err:
+        raise Infeasible(factor.name, float(err.args[0])) from None
+    lower = lo_s if t_lo is None else t_lo
+    upper = hi_s if t_hi is None else t_hi
+
+    def sup_over_box(lo_t, hi_t):
+        ends = [t for t in (lo_t, hi_t) if math.isfinite(t) and lo_s < t < hi_s]
+        if not ends:
+            return f_min
+        elems = np.max([np.asarray(fn_elem(np.full(shape, t, dtype=dtype))) for t in ends], axis=0)
+        per_record = elems.reshape(elems.shape[0], -1).sum(axis=1) if elems.ndim > 1 else elems
+        value = float(np.max(per_record))
+        if any(isinstance(form, IndexForm) and form.table is ctx.free[name] for form in _forms(factor)):
+            hull = {ctx.free[name]: (pt.constant(np.float64(max(lo_t, lo_s))), pt.constant(np.float64(min(hi_t, hi_s))))}
+            value = max(value, float(_numeric(factor.lipschitz(ctx.domains, hull=hull))))
+        inner = np.linspace(max(lo_t, -1e6), min(hi_t, 1e6), 101)[1:-1] if all(map(math.isfinite, (lo_t, hi_t))) else []
+        for t in inner:
+            value = max(value, f(t))
+        return value
+
+    # shrink towards the minimiser until the verified sup fits (a no-op for the usual rules)
+    for _ in range(60):
+        if sup_over_box(lower, upper) <= share * (1 + _TOL):
+            break
+        mid = _argmin_between(f, lower, upper)
+        lower = lower if not math.isfinite(lower) else mid + (lower - mid) * 0.999
+        upper = upper if not math.isfinite(upper) else mid + (upper - mid) * 0.999
+    else:  # pragma: no cover - would be a rule bug
+        return None
+    constraint = IntervalConstraint(
+        name,
+        None if not math.isfinite(lower) or lower <= lo_s else float(lower),
+        None if not math.isfinite(upper) or upper >= hi_s else float(upper),
+    )
+    return FactorRegion(factor, share, [constraint], "interval", f_min)
+
+
+def _argmin_between(f, a, b):
+    if math.isfinite(a) and math.isfinite(b):
+        return float(optimize.minimize_scalar(f, bounds=(a, b), method="bounded").x)
+    return a if math.isfinite(a) else b
+
+
+def _forms(factor):
+    for form in factor.forms:
+        while isinstance(form, LinkForm):
+            form = form.inner
+        yield form
+
+
+def solve_location_scale(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion | None:
+    """Location and scale are both free RVs: location in ``[a, b]``, scale at least ``s*``.
+
+    For a location family with ``mu`` in the data interval, ``d <= w`` and L increases with d,
+    so the worst location is an end of ``[a, b]``; L decreases with the scale, and ``s*``
+    solves ``max(L(mu=a, s), L(mu=b, s)) = share`` (Normal: ``s* = (b - a) / sqrt(2 L)``,
+    DESIGN.md section 4).
+    """
+    info = factor.info
+    if info is None or info.location is None or info.scale is None:
+        return None
+    forms = dict(zip(info.param_names, factor.forms))
+    loc, scale = forms[info.location], forms[info.scale]
+    if not (isinstance(loc, PointForm) and isinstance(scale, PointForm)):
+        return None
+    loc_name, scale_name = _plain_free_rv(loc.expr, ctx), _plain_free_rv(scale.expr, ctx)
+    L = factor.lipschitz(ctx.domains)
+    names = ctx.free_rvs_of(L)
+    if loc_name is None or scale_name is None or sorted(names) != sorted({loc_name, scale_name}) or loc_name == scale_name:
+        return None
+    domain = ctx.domains[factor.observed_container]
+    a, b = float(getattr(domain, "lo")), float(getattr(domain, "hi"))
+    fn = ctx.compile_in(L, [loc_name, scale_name])
+    shp_l, shp_s = ctx.shapes[loc_name], ctx.shapes[scale_name]
+
+    def worst(s):
+        return max(float(fn(np.full(shp_l, m), np.full(shp_s, s))) for m in (a, b))
+
+    s_grid = np.exp(np.linspace(-30, 30, 601))
+    vals = np.array([worst(s) for s in s_grid])
+    ok = np.nonzero(vals <= share)[0]
+    if len(ok) == 0:
+        raise Infeasible(factor.name, float(np.min(vals)))
+    j = ok[0]
+    s_star = float(s_grid[j]) if j == 0 else float(
+        optimize.brentq(lambda s: worst(s) - share, s_grid[j - 1], s_grid[j], xtol=1e-14, rtol=1e-14)
+    )
+    for _ in range(60):
+        if worst(s_star) <= share:
+            break
+        s_star *= 1 + 1e-9
+    # verify: locations across [a, b] and scales above s_star
+    check = max(float(fn(np.full(shp_l, m), np.full(shp_s, s))) for m in np.linspace(a, b, 41) for s in (s_star, 1.5 * s_star, 4 * s_star))
+    if check > share * (1 + _TOL):  # pragma: no cover - would be a rule bug
+        return None
+    return FactorRegion(
+        factor,
+        share,
+        [IntervalConstraint(loc_name, a, b), IntervalConstraint(scale_name, s_star, None)],
+        "location-scale",
+        None,
+    )
+
+
+def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion | None:
+    """``X @ w + b`` in a Normal location (linear regression) or Bernoulli logit (logistic).
+
+    With rows in a Ball(R), ``w . x`` spans ``[-R ||w||_2, R ||w||_2]``; in a Box, it lies in
+    ``[-sum m_i |w_i|, sum m_i |w_i|]`` with ``m_i = max(|lo_i|, |hi_i|)`` (exact for a centred
+    box). So with ``|b - c| <= B_b`` and ``R ||w|| <= r``, the linear predictor of one record lies
+    in ``[c - H, c + H]``, ``H = B_b + r``, and the rule evaluated on that interval bounds L over
+    the whole region (both rules are monotone in the interval's extent). ``H`` is solved from
+    the rule; a free intercept and a free scale are chosen to maximise the prior mass kept
+    (Monte Carlo over public prior draws).
+    """
+    info = factor.info
+    if info is None or info.family not in ("Normal", "Bernoulli"):
+        return None
+    forms = dict(zip(info.param_names, factor.forms))
+    key = "mu" if info.family == "Normal" else "p"
+    form = forms[key]
+    logit = False
+    if info.family == "Bernoulli":
+        if not (isinstance(form, LinkForm) and form.link == "sigmoid"):
+            return None
+        form, logit = form.inner, True
+    if not isinstance(form, AffineForm):
+        return None
+    w_name = _plain_free_rv(form.weights, ctx)
+    if w_name is None or len(ctx.shapes[w_name]) != 1:
+        return None
+    if ctx.support(w_name) != (-math.inf, math.inf):
+        return None
+    domain_x = ctx.domains[form.container]
+    offset_name = None
+    offset_value = 0.0
+    if form.offset is not None:
+        if not ctx.free_rvs_of(form.offset):
+            offset_value = _numeric(form.offset)
+            if offset_value.size != 1:
+                return None
+            offset_value = float(offset_value.reshape(()))
+        else:
+            offset_name = _plain_free_rv(form.offset, ctx)
+            if offset_name is None or ctx.shapes[offset_name] not in ((), (1,)) or ctx.support(offset_name) != (-math.inf, math.inf):
+                return None
+    scale_name, scale_value = None, None
+    if info.family == "Normal":
+        sform = forms["sigma"]
+        if not ctx.free_rvs_of(sform.expr):
+            scale_value = _numeric(sform.expr)
+            if scale_value.size != 1:
+                return None
+            scale_value = float(scale_value.reshape(-1)[0])
+        else:
+            scale_name = _plain_free_rv(sform.expr, ctx)
+            if scale_name is None or ctx.shapes[scale_name] not in ((), (1,)) or ctx.support(scale_name)[0] < 0:
+                return None
+    involved = {w_name, offset_name, scale_name} - {None}
+    if set(ctx.free_rvs_of(factor.lipschitz(ctx.domains))) != involved:
+        return None
+
+    obs_domain = ctx.domains[factor.observed_container]
+    n_elem = int(np.prod(_numeric(factor.observed.shape)[1:])) if factor.observed.ndim > 1 else 1
+
+    def rule_L(center, half, sigma):
+        eta = Bounds(center - half, center + half, space="logit" if logit else "natural")
+        params = (eta,) if logit else (eta, Bounds.point(sigma))
+        lo, hi = log_density_range(factor.op, obs_domain, params, NP)
+        return n_elem * float(hi - lo)
+
+    # the centre of the intercept's interval: where the rule is smallest with w = 0
+    if offset_name is None:
+        center = offset_value
+    elif logit:
+        center = 0.0
+    else:
+        center = 0.5 * (obs_domain.lo + obs_domain.hi) if hasattr(obs_domain, "lo") else 0.0
+
+    def max_half(sigma):
+        if rule_L(center, 0.0, sigma) > share:
+            return None
+        hi_h = 1.0
+        while rule_L(center, hi_h, sigma) <= share and hi_h < 1e12:
+            hi_h *= 2
+        h = optimize.brentq(lambda h: rule_L(center, h, sigma) - share, 0.0, hi_h, xtol=1e-14, rtol=1e-14)
+        for _ in range(60):
+            if rule_L(center, h, sigma) <= share:
+                break
+            h *= 1 - 1e-12
+        return h
+
+    if isinstance(domain_x, Ball):
+        scale_r, weights = domain_x.radius, None
+    else:
+        m = np.broadcast_to(domain_x.abs_max, ctx.shapes[w_name]).astype(float)
+        scale_r, weights = 1.0, tuple(float(v) for v in m)
+
+    def constraints_for(sigma, frac):
+        h = max_half(sigma)
+        if h is None:
+            return None
+        b_b = frac * h if offset_name else 0.0
+        radius = (h - b_b) / scale_r
+        cons = [NormBallConstraint(w_name, float(radius), weights)]
+        if offset_name:
+            cons.append(IntervalConstraint(offset_name, center - b_b, center + b_b))
+        if scale_name:
+            cons.append(IntervalConstraint(scale_name, float(sigma), None))
+        return cons
+
+    def mass(cons):
+        ok = np.ones(len(next(iter(ctx.draws.values()))), bool)
+        for c in cons:
+            ok &= c.contains(ctx.draws)
+        return ok.mean()
+
+    sigmas = [scale_value] if scale_name is None else list(
+        np.quantile(ctx.draws[scale_name].reshape(-1), np.linspace(0.02, 0.98, 25))
+    )
+    fracs = [0.0] if offset_name is None else list(np.linspace(0.05, 0.95, 19))
+    best, best_mass, min_L = None, -1.0, math.inf
+    for s in sigmas:
+        min_L = min(min_L, rule_L(center, 0.0, s))
+        for frac in fracs:
+            cons = constraints_for(s, frac)
+            if cons is None:
+                continue
+            mval = mass(cons)
+            if mval > best_mass:
+                best, best_mass = cons, mval
+    if best is None:
+        if scale_name is not None:
+            # the budget is met only by scales above the prior's bulk: double until it is
+            s = max(sigmas)
+            while rule_L(center, 0.0, s) > share and s < 1e12:
+                s *= 2
+            best = constraints_for(2.0 * s, 0.5 if offset_name else 0.0)
+        if best is None:
+            raise Infeasible(factor.name, min_L)
+    return FactorRegion(factor, share, best, "affine", min_L)
+
+
+def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
+    """Fallback: a ``pm.Potential`` indicator of ``{L_j(theta) <= share}``."""
+    L = factor.lipschitz(ctx.domains)
+    names = ctx.free_rvs_of(L)
+    fn = ctx.compile_in(L, names)
+
+    def evaluate(draws):
+        n = len(next(iter(draws.values())))
+        return np.array([float(fn(*(draws[k][i] for k in names))) for i in range(n)])
+
+    values = evaluate({k: ctx.draws[k][:2000] for k in names}) if names else np.array([float(_numeric(L))])
+    min_seen = float(np.min(values))
+    if not names and min_seen > share:
+        raise Infeasible(factor.name, min_seen)
+    if names and not np.any(values <= share):
+        raise Infeasible(factor.name, min_seen)
+    return FactorRegion(factor, share, [PotentialConstraint(factor.name, share, tuple(names), evaluate)], "potential", None)
+
+
+# --------------------------------------------------------------------------- prior mass
+def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
+    """Prior probability of the region (exact for independent root RVs, else Monte Carlo)."""
+    exact = _exact_mass(constraints, ctx)
+    if exact is not None:
+        return exact, "exact"
+    ok = np.ones(len(next(iter(ctx.draws.values()))), bool)
+    for c in constraints:
+        ok &= c.contains(ctx.draws)
+    n = len(ok)
+    p = float(ok.mean())
+    se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
+    return p, f"monte carlo (n={n}, se={se:.2g})"
+
+
+def _is_root(rv, ctx) -> bool:
+    others = {r for r in ctx.free.values() if r is not rv}
+    return not (set(ancestors(rv.owner.inputs)) & others)
+
+
+def _exact_mass(constraints, ctx) -> float | None:
+    import pymc as pm
+
+    by_var: dict[str, list] = {}
+    for c in constraints:
+        if isinstance(c, PotentialConstraint):
+            return None
+        by_var.setdefault(c.var, []).append(c)
+    total = 1.0
+    for var, cons in by_var.items():
+        rv = ctx.free[var]
+        if not _is_root(rv, ctx):
+            return None
+        if all(isinstance(c, IntervalConstraint) for c in cons):
+            lo = max([c.lower for c in cons if c.lower is not None], default=None)
+            hi = min([c.upper for c in cons if c.upper is not None], default=None)
+            if rv.owner.op.ndim_supp != 0:
+                return None
+            try:
+                shape = ctx.shapes[var]
+                cdf_hi = np.ones(shape) if hi is None else np.exp(pm.logcdf(rv, np.full(shape, hi)).eval())
+                cdf_lo = np.zeros(shape) if lo is None else np.exp(pm.logcdf(rv, np.full(shape, lo)).eval())
+            except Exception:
+                return None
+            total *= float(np.prod(np.clip(cdf_hi - cdf_lo, 0.0, 1.0)))
+        elif len(cons) == 1 and isinstance(cons[0], NormBallConstraint) and cons[0].weights is None:
+            op_name = type(rv.owner.op).__name__
+            if op_name != "NormalRV":
+                return None
+            mu, sigma = (np.asarray(p.eval(), float) for p in rv.owner.op.dist_params(rv.owner))
+            d = int(np.prod(ctx.shapes[var]))
+            if np.any(mu != 0) or np.ptp(np.broadcast_to(sigma, ctx.shapes[var])) > 0:
+                return None
+            s = float(np.broadcast_to(sigma, ctx.shapes[var]).reshape(-1)[0])
+            total *= float(stats.chi2.cdf((cons[0].radius / s) ** 2, d))
+        else:
+            return None
+    return total
