@@ -137,7 +137,9 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
             v = rho * z / pt.sqrt(pt.sum(pt.square(z)))
         else:
             v = rho * z / pt.sum(pt.abs(z)) / pt.as_tensor_variable(np.asarray(ball.weights, dtype="float64"))
-        w_expr = pt.reshape(v, ctx.shapes[name]).astype(rv.dtype)
+        w_expr = v if tuple(ctx.shapes[name]) == (d,) else pt.reshape(v, ctx.shapes[name])
+        if w_expr.dtype != rv.dtype:
+            w_expr = w_expr.astype(rv.dtype)
         w_det = model_deterministic(w_expr, *dims)
         w_det.name = name
         # prior density of w, polar Jacobian (d-1) ln rho, and ln |d rho / d t|
