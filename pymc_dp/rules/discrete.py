@@ -15,6 +15,15 @@ from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.rules.base import Bounds, integer_domain, register_rule
 
 
+def _point(bounds: Bounds, family: str, name: str):
+    """The value of a parameter that may not read private data (not in ``range_params``)."""
+    if not bounds.is_point:
+        raise UnsupportedFactorError(
+            f"the {family} parameter {name!r} cannot read private data"
+        )
+    return bounds.lo
+
+
 def _logit_bounds(p: Bounds, xp):
     """Bounds of ``logit(p)``; computed from ``p`` unless already on the logit scale."""
     if p.space == "logit":
@@ -56,6 +65,8 @@ def bernoulli_range(op, domain, params, xp):
 
 
 def _binomial_logpmf(x, n, p, xp):
+    # a Python-float x would become a float32 constant under PT (gammaln(11.0) is float32)
+    x = xp.asarray(x)
     return (
         xp.gammaln(n + 1.0)
         - xp.gammaln(x + 1.0)
@@ -143,6 +154,7 @@ def categorical_range(op, domain, params, xp):
 
 
 def _poisson_logpmf(x, mu, xp):
+    x = xp.asarray(x)  # see _binomial_logpmf: keep gammaln(x + 1) in float64 under PT
     return x * xp.log(mu) - mu - xp.gammaln(x + 1.0)
 
 
@@ -157,7 +169,7 @@ def poisson_range(op, domain, params, xp):
     """
     lo_x, hi_x = integer_domain(domain, "Poisson")
     (mu,) = params
-    mu = mu.lo
+    mu = _point(mu, "Poisson", "mu")
     mode = xp.clip(xp.floor(mu), float(lo_x), float(hi_x))
     hi = _poisson_logpmf(mode, mu, xp)
     lo = xp.minimum(_poisson_logpmf(float(lo_x), mu, xp), _poisson_logpmf(float(hi_x), mu, xp))
@@ -174,7 +186,7 @@ def geometric_range(op, domain, params, xp):
     """
     lo_x, hi_x = integer_domain(domain, "Geometric", support_lo=1)
     (p,) = params
-    p = p.lo
+    p = _point(p, "Geometric", "p")
     hi = xp.log(p) + (lo_x - 1.0) * xp.log1p(-p)
     lo = xp.log(p) + (hi_x - 1.0) * xp.log1p(-p)
     return lo, hi
