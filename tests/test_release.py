@@ -1,0 +1,174 @@
+"""End to end: certify, truncate, sample, release (small settings; compilation dominates)."""
+
+import json
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp
+
+SAMPLE = dict(tune=150, chains=2, cores=1, progressbar=False, random_seed=3)
+
+
+def _ball_rows(rng, n, d):
+    X = rng.normal(size=(n, d))
+    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+
+
+def naive_bayes_model(n=200, m=16, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = (rng.random((n, m)) < rng.uniform(0.2, 0.8, (2, m))[y]).astype(int)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        pi = pm.Beta("pi", 1, 1)
+        pm.Bernoulli("cls", p=pi, observed=yd)
+        theta = pm.Beta("theta", 1, 1, shape=(2, m))
+        pm.Bernoulli("feat", p=theta[yd], observed=Xd)
+    return model, {"X": pymc_dp.Binary(), "y": pymc_dp.Binary()}
+
+
+def linear_model(n=200, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = _ball_rows(rng, n, d)
+    y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n), -1, 1)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        w = pm.Normal("w", 0, 1, shape=d)
+        b = pm.Normal("b", 0, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Deterministic("w_norm", pm.math.sqrt(pm.math.sum(w**2)))
+        pm.Deterministic("fitted", Xd @ w + b)  # reads private data: never released
+        pm.Normal("obs", mu=Xd @ w + b, sigma=sigma, observed=yd)
+    return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Interval(-1, 1)}
+
+
+def logistic_model(n=200, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = _ball_rows(rng, n, d)
+    y = (rng.random(n) < 1 / (1 + np.exp(-X @ np.array([2.0, -1.0, 1.0])))).astype(int)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        w = pm.Normal("w", 0, 2, shape=d)
+        b = pm.Normal("b", 0, 1)
+        pm.Bernoulli("obs", logit_p=Xd @ w + b, observed=yd)
+    return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Binary()}
+
+
+CASES = {
+    "naive_bayes": (naive_bayes_model, 40.0, 20),
+    "linear": (linear_model, 20.0, 10),
+    "logistic": (logistic_model, 30.0, 10),
+}
+
+
+def _snapshot(model):
+    return (
+        [rv.name for rv in model.free_RVs],
+        {rv.name: type(t).__name__ for rv, t in model.rvs_to_transforms.items()},
+        len(model.potentials),
+        {v.name: np.array(v.get_value()) for v in model.data_vars},
+        float(model.compile_logp()(model.initial_point())),
+    )
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def released(request):
+    build, epsilon, draws = CASES[request.param]
+    model, data = build()
+    before = _snapshot(model)
+    pmod = pymc_dp.make_private(model, epsilon=epsilon, draws=draws, data=data)
+    idata = pmod.sample(**SAMPLE)
+    return model, before, pmod, idata
+
+
+def _satisfies(constraint, values):
+    v = values.reshape(values.shape[0] * values.shape[1], -1)
+    if constraint["kind"] == "interval":
+        lo = -np.inf if constraint["lower"] is None else constraint["lower"]
+        hi = np.inf if constraint["upper"] is None else constraint["upper"]
+        return np.all((v >= lo - 1e-12) & (v <= hi + 1e-12))
+    assert constraint["kind"] == "norm_ball" and constraint["norm"] == "l2"
+    return np.all(np.linalg.norm(v, axis=1) <= constraint["radius"] * (1 + 1e-9))
+
+
+def test_certificate_lifts_to_the_budget(released):
+    _, _, pmod, _ = released
+    cert = pmod.certificate
+    assert cert.epsilon_per_draw == pytest.approx(cert.epsilon / cert.draws)
+    assert 2 * sum(f.lipschitz for f in cert.factors) == pytest.approx(cert.epsilon_per_draw, rel=1e-12)
+    assert 0.0 < cert.prior_mass_kept <= 1.0
+    assert all(f.truncation for f in cert.factors)
+
+
+def test_release_holds_only_truncated_posterior_draws(released):
+    model, _, pmod, idata = released
+    assert idata.groups() == ["posterior"]
+    post = idata.posterior
+    assert post.sizes["chain"] * post.sizes["draw"] == pmod.certificate.draws
+    expected = {rv.name for rv in model.free_RVs} | ({"w_norm"} if "w_norm" in model.named_vars else set())
+    assert set(post.data_vars) == expected  # no aux variables, no data-reading Deterministic
+    assert set(post.attrs) == {"pymc_dp"}
+    assert json.loads(idata.attrs["pymc_dp"]) == pmod.certificate.to_dict()
+    for f in pmod.certificate.factors:
+        for c in f.constraints:
+            assert _satisfies(c, post[c["var"]].values), c
+    az.summary(idata)
+
+
+def test_users_model_is_unchanged(released):
+    model, before, _, _ = released
+    after = _snapshot(model)
+    assert after[:3] == before[:3]
+    for k in before[3]:
+        np.testing.assert_array_equal(after[3][k], before[3][k])
+    assert after[4] == before[4]
+
+
+def test_plot_trace_accepts_release(released):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    az.plot_trace(released[3])
+    plt.close("all")
+
+
+def test_random_seed_reproduces_and_kwargs_pass_through():
+    model, data = logistic_model(n=50)
+    pmod = pymc_dp.make_private(model, epsilon=30.0, draws=4, data=data)
+    a = pmod.sample(target_accept=0.9, **SAMPLE)
+    b = pmod.sample(target_accept=0.9, **SAMPLE)
+    np.testing.assert_array_equal(a.posterior["w"].values, b.posterior["w"].values)
+    with pytest.raises(TypeError, match="draws"):
+        pmod.sample(draws=10)
+    with pytest.raises(ValueError, match="divide"):
+        pmod.sample(chains=3)
+
+
+def test_decorator_matches_make_private():
+    deco = pymc_dp.private(epsilon=2.0, draws=2, data={"x": pymc_dp.Binary()})
+
+    @deco
+    def coin(x):
+        with pm.Model() as m:
+            xd = pm.Data("x", x)
+            p = pm.Beta("p", 1, 1)
+            pm.Bernoulli("obs", p=p, observed=xd)
+        return m
+
+    pmod = coin(np.array([0, 1, 1, 0]))
+    (factor,) = pmod.certificate.factors
+    assert factor.family == "Bernoulli" and factor.reads == ("x",)
+    assert factor.lipschitz == pytest.approx(0.5)
+    # |logit p| <= 0.5 exactly
+    from scipy.special import expit
+
+    (c,) = factor.constraints
+    assert c["lower"] == pytest.approx(expit(-0.5), abs=1e-12)
+    assert c["upper"] == pytest.approx(expit(0.5), abs=1e-12)
+    assert pmod.certificate.prior_mass_method == "exact"
+    assert pmod.certificate.prior_mass_kept == pytest.approx(expit(0.5) - expit(-0.5))
