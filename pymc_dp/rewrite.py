@@ -35,7 +35,7 @@ from pymc.model.fgraph import (
     model_potential,
 )
 from pymc.pytensorf import toposort_replace
-from pytensor.graph.replace import clone_replace
+from pytensor.graph.replace import graph_replace
 
 from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
 
@@ -155,7 +155,13 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
     for i, c in enumerate(potentials):
         L = factor_lipschitz[c.factor]
         # L is written in the user's model variables: map them into the fgraph
-        mapped = clone_replace(L, replace={k: v for k, v in memo.items() if k in _graph_inputs_and_rvs(model)})
+        # graph_replace, not clone_replace: the replacements must stay the fgraph's own nodes
+        # (a cloned ModelFreeRV would register its RV's name a second time)
+        mapped = graph_replace(
+            L,
+            {k: _unwrap_named(v) for k, v in memo.items() if k in _graph_inputs_and_rvs(model)},
+            strict=False,
+        )
         pot = model_potential(pt.switch(pt.le(mapped, c.bound), 0.0, -np.inf))
         pot.name = f"{c.factor}__dp_theta_L"
         extra_outputs.append(pot)
@@ -175,6 +181,17 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         if value is not None and rv.name not in balls:
             initvals.setdefault(rv.name, np.asarray(value))
     return new_model, initvals
+
+
+def _unwrap_named(var):
+    """The fgraph's copy of a ``pm.Data`` container, not its ``ModelNamed`` wrapper.
+
+    The rest of the fgraph reads the copied shared variable directly; a Potential that read the
+    wrapper would register the container's name a second time in ``model_from_fgraph``.
+    """
+    if var.owner is not None and type(var.owner.op).__name__ == "ModelNamed":
+        return var.owner.inputs[0]
+    return var
 
 
 def _graph_inputs_and_rvs(model):
