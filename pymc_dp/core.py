@@ -21,6 +21,7 @@ from pymc_dp.domains import Domain
 from pymc_dp.exceptions import BudgetExceededError, DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
+from pymc_dp.sampling import run_mcmc
 from pymc_dp.truncate import (
     Infeasible,
     IntervalConstraint,
@@ -317,18 +318,10 @@ class PrivateModel:
         user_init = kwargs.pop("initvals", None)
         if isinstance(user_init, Mapping):
             initvals.update(user_init)
-        kwargs.setdefault("compute_convergence_checks", False)
-        kwargs.setdefault("progressbar", False)
-        idata = pm.sample(
-            draws=per_chain * int(thin),
-            tune=tune,
-            chains=chains,
-            model=self.model,
-            initvals=initvals,
-            return_inferencedata=True,
-            **kwargs,
+        posterior = run_mcmc(
+            self.model, draws_per_chain=per_chain * int(thin), tune=tune, chains=chains, initvals=initvals, **kwargs
         )
-        return self._release(idata.posterior, int(thin))
+        return self._release(posterior, int(thin))
 
     def _release(self, posterior: xr.Dataset, thin: int) -> az.InferenceData:
         kept = posterior[self._released_names].isel(draw=slice(thin - 1, None, thin))

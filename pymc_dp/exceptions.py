@@ -12,6 +12,8 @@ __all__ = [
     "DomainError",
     "UnsupportedFactorError",
     "BudgetExceededError",
+    "LedgerError",
+    "NotConjugateError",
 ]
 
 
@@ -29,3 +31,11 @@ class UnsupportedFactorError(PrivacyError):
 
 class BudgetExceededError(PrivacyError):
     """The requested privacy budget cannot be met, or would overspend a ledger."""
+
+
+class LedgerError(PrivacyError):
+    """The budget ledger cannot be opened, written or trusted (unwritable path, corrupted file)."""
+
+
+class NotConjugateError(PrivacyError):
+    """``method="exact"`` was asked for, but the truncated model has no exact conjugate sampler."""
