@@ -134,6 +134,7 @@ class PrivateModel:
             epsilon = accounting.basic_composition(eps0, draws)
             mode = "bounds"
         constraints = [c for r in regions.values() for c in r.constraints]
+        self._constraints = tuple(constraints)
         mass, mass_method = prior_mass(constraints, ctx) if constraints else (1.0, "exact")
 
         factor_exprs = {f.name: f.lipschitz(self.domains) for f in self.factors}
