@@ -12,7 +12,15 @@ __version__ = "0.1.0"
 from pymc_dp.certificate import Certificate, FactorCertificate
 from pymc_dp.core import PrivateModel, make_private, private
 from pymc_dp.domains import Ball, Binary, Box, Domain, Integers, Interval
-from pymc_dp.exceptions import BudgetExceededError, DomainError, PrivacyError, UnsupportedFactorError
+from pymc_dp.exceptions import (
+    BudgetExceededError,
+    DomainError,
+    LedgerError,
+    NotConjugateError,
+    PrivacyError,
+    UnsupportedFactorError,
+)
+from pymc_dp.units import Users
 
 __all__ = [
     "private",
@@ -26,8 +34,11 @@ __all__ = [
     "Integers",
     "Ball",
     "Box",
+    "Users",
     "PrivacyError",
     "DomainError",
     "UnsupportedFactorError",
     "BudgetExceededError",
+    "LedgerError",
+    "NotConjugateError",
 ]

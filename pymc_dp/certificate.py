@@ -64,6 +64,9 @@ class Certificate:
     mode: str
     versions: dict[str, str]
     caveats: tuple[str, ...] = ()
+    epsilon_basic: float | None = None
+    epsilon_optimal: float | None = None
+    rows_per_unit: int = 1
 
     @property
     def delta_per_draw(self) -> float:
@@ -83,6 +86,9 @@ class Certificate:
             "domains": self.domains,
             "public": list(self.public),
             "composition": self.composition,
+            "epsilon_basic": self.epsilon_basic,
+            "epsilon_optimal": self.epsilon_optimal,
+            "rows_per_unit": self.rows_per_unit,
             "mode": self.mode,
             "versions": dict(self.versions),
             "caveats": list(self.caveats),
@@ -92,13 +98,20 @@ class Certificate:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     def __str__(self) -> str:
+        unit = self.unit if self.rows_per_unit == 1 else f"{self.unit} (at most {self.rows_per_unit} rows each)"
         lines = [
             f"pymc_dp certificate: ({self.epsilon:.6g}, {self.delta:.3g})-DP for {self.draws} "
-            f"posterior draw(s), unit={self.unit}, {self.composition} composition",
+            f"posterior draw(s), unit={unit}, {self.composition} composition",
             f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.delta_per_draw:.6g})",
             f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method})",
             "  factors:",
         ]
+        if self.epsilon_optimal is not None:
+            lines.insert(
+                2,
+                f"  composition: optimal {self.epsilon_optimal:.6g}, basic {self.epsilon_basic:.6g} "
+                f"(the smaller is used)",
+            )
         for f in self.factors:
             lines.append(
                 f"    {f.name:<12} {f.family:<12} reads {', '.join(f.reads):<16} L = {f.lipschitz:.6g}"

@@ -22,6 +22,7 @@ from pymc_dp.exceptions import BudgetExceededError, DomainError, PrivacyError, U
 from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.sampling import run_mcmc
+from pymc_dp.units import Users, check_unit, describe_unit
 from pymc_dp.truncate import (
     Infeasible,
     IntervalConstraint,
@@ -67,8 +68,7 @@ def _check_budget(epsilon, delta, draws, unit, bounds):
         raise BudgetExceededError(f"delta={delta!r} must be in [0, 1).")
     if isinstance(draws, bool) or not isinstance(draws, numbers.Integral) or draws < 1:
         raise PrivacyError(f"draws={draws!r} must be an integer >= 1: the number of released posterior draws.")
-    if unit not in lift.UNITS:
-        raise PrivacyError(f"unit={unit!r} is not a privacy unit; use one of {list(lift.UNITS)}.")
+    check_unit(unit)
 
 
 class PrivateModel:
@@ -93,7 +93,7 @@ class PrivateModel:
         draws: int,
         data: Mapping[str, Domain],
         delta: float = 0.0,
-        unit: str = "record",
+        unit: str | Users = "record",
         bounds: Mapping[str, Any] | None = None,
         public: Sequence[str] = (),
     ):
@@ -122,6 +122,7 @@ class PrivateModel:
         ctx = RegionContext(model, self.domains, prior_draws)
         self._ctx = ctx
 
+        self.delta = float(delta)
         if bounds is None:
             eps0 = accounting.per_draw_epsilon(epsilon, delta, draws)
             shares = lift.split_budget(eps0 / 2.0, reads, unit)
@@ -131,8 +132,8 @@ class PrivateModel:
         else:
             regions, lipschitz = self._certify_bounds(ctx, bounds)
             eps0 = lift.epsilon_per_draw_from_delta(lift.lift(lipschitz, reads, unit))
-            epsilon = accounting.basic_composition(eps0, draws)
             mode = "bounds"
+        guarantee = accounting.compose(eps0, draws, delta)
         constraints = [c for r in regions.values() for c in r.constraints]
         self._constraints = tuple(constraints)
         mass, mass_method = prior_mass(constraints, ctx) if constraints else (1.0, "exact")
@@ -142,11 +143,12 @@ class PrivateModel:
         self._released_names = self._releasable(model)
 
         self.certificate = Certificate(
-            epsilon=float(epsilon),
+            epsilon=float(guarantee.epsilon),
             delta=float(delta),
             draws=self.draws,
             epsilon_per_draw=float(eps0),
-            unit=unit,
+            unit=describe_unit(unit)["kind"],
+            rows_per_unit=lift.rows_per_unit(unit),
             prior_mass_kept=float(mass),
             prior_mass_method=mass_method,
             factors=tuple(
@@ -163,7 +165,9 @@ class PrivateModel:
             ),
             domains={k: d.to_dict() for k, d in self.domains.items()},
             public=tuple(self.public),
-            composition="basic",
+            composition=guarantee.method,
+            epsilon_basic=float(guarantee.epsilon_basic),
+            epsilon_optimal=None if guarantee.epsilon_optimal is None else float(guarantee.epsilon_optimal),
             mode=mode,
             versions=_versions(),
             caveats=(
@@ -225,7 +229,7 @@ class PrivateModel:
                 )
 
     def _check_record_lengths(self):
-        if self.unit != "record":
+        if self.unit == "attribute":
             return
         lengths = {}
         for v in self._private_vars:
@@ -233,9 +237,11 @@ class PrivateModel:
                 lengths[v.name] = int(np.shape(v.get_value())[0])
         if len(set(lengths.values())) > 1:
             raise DomainError(
-                f"unit='record' changes one row of every private container, but the containers have "
-                f"different numbers of rows {lengths}; align them or use unit='attribute'."
+                f"unit={self.unit!r} changes whole rows of every private container, but the containers "
+                f"have different numbers of rows {lengths}; align them or use unit='attribute'."
             )
+        if isinstance(self.unit, Users) and lengths:
+            self.unit.check_rows(next(iter(lengths.values())))
 
     def _solve(self, ctx, shares, eps0):
         regions, infeasible = {}, {}
@@ -247,7 +253,9 @@ class PrivateModel:
         if infeasible:
             mins = {name: infeasible.get(name, regions[name].min_lipschitz if name in regions else 0.0) or 0.0 for name in shares}
             reads = {f.name: f.reads for f in self.factors}
-            eps_min = accounting.basic_composition(lift.epsilon_per_draw_from_delta(lift.lift(mins, reads, self.unit)), self.draws)
+            eps_min = accounting.compose(
+                lift.epsilon_per_draw_from_delta(lift.lift(mins, reads, self.unit)), self.draws, self.delta
+            ).epsilon
             name, m = next(iter(infeasible.items()))
             family = next(f.family for f in self.factors if f.name == name)
             raise BudgetExceededError(
@@ -347,7 +355,7 @@ def make_private(
     draws: int,
     data: Mapping[str, Domain],
     delta: float = 0.0,
-    unit: str = "record",
+    unit: str | Users = "record",
     bounds: Mapping[str, Any] | None = None,
     public: Sequence[str] = (),
 ) -> PrivateModel:
@@ -363,7 +371,7 @@ def private(
     draws: int,
     data: Mapping[str, Domain],
     delta: float = 0.0,
-    unit: str = "record",
+    unit: str | Users = "record",
     bounds: Mapping[str, Any] | None = None,
     public: Sequence[str] = (),
 ) -> Callable[[Callable[..., pm.Model]], Callable[..., PrivateModel]]:
@@ -374,14 +382,17 @@ def private(
     epsilon : float
         Total privacy budget of releasing ``draws`` posterior draws.
     draws : int
-        Number of posterior draws released (each costs ``epsilon / draws``, basic composition).
+        Number of posterior draws released; together they cost at most ``epsilon``.
     data : dict of str to Domain
         Each private ``pm.Data`` container's name and the public domain of its records.
     delta : float, default 0
-        The delta of (epsilon, delta)-DP (currently recorded; basic composition is used).
-    unit : {"record", "attribute"}
-        What neighbouring datasets differ in: a row of every private container, or one
-        container's value in one row.
+        The delta of (epsilon, delta)-DP. With ``delta > 0`` the draws compose by the exact
+        optimal composition of pure-DP mechanisms (DESIGN.md section 2), which gives each
+        draw a larger share than ``epsilon / draws``; with ``delta = 0`` composition is basic.
+    unit : {"record", "attribute"} or Users
+        What neighbouring datasets differ in: a row of every private container, one
+        container's value in one row, or every row of one user (``pymc_dp.Users(ids)`` or
+        ``pymc_dp.Users(max_rows=m)``).
     bounds : dict, optional
         Explicit truncation instead of a budget (not implemented yet).
     public : sequence of str
