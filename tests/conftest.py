@@ -1,0 +1,16 @@
+"""Test-wide settings.
+
+Every release records its spend in a budget ledger, by default in the user's data directory.
+Tests must never touch a developer's real ledger: the whole session points the default ledger at
+a temporary file (``PYMC_DP_LEDGER``), and tests that exercise the ledger pass their own paths.
+"""
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_default_ledger(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PYMC_DP_LEDGER", str(tmp_path_factory.mktemp("ledger") / "default.sqlite"))
+    yield
+    mp.undo()
