@@ -49,8 +49,11 @@ from pymc_dp.truncate import FactorRegion, Infeasible, RegionContext, exact_log_
 
 __all__ = ["InfeasibleBudget", "BudgetSplit", "choose_split", "min_shares"]
 
-#: the share used to ask a solver for its minimum constant, relative to Delta
+#: the share used to ask a solver for its minimum constant: relative to Delta, and not below
+#: _PROBE_FLOOR: below ~1e-11 the interval solver's own verification fails on rounding and
+#: solve_factor falls back to the Potential solver, whose "minimum" is over prior draws
 _PROBE = 1e-9
+_PROBE_FLOOR = 1e-9
 #: the least gain in log prior mass that counts as better: above the solvers' own noise (their
 #: "step inside" moves a bound by ~1e-9 of its distance to the minimiser, so the mass is not
 #: exactly monotone in the share: relative wiggles of ~1e-9)
@@ -78,9 +81,12 @@ class InfeasibleBudget(BudgetExceededError):
         self.lifted = lifted
         self.unit = unit
         worst = ", ".join(f"{k!r}: {v:.4g}" for k, v in self.mins.items())
+        if lifted >= delta:
+            why = f"meets every factor's minimum constant ({worst}); together they need Delta > {lifted:.4g}"
+        else:
+            why = f"that the search tried could be certified (minimum constants found: {worst})"
         super().__init__(
-            f"no split of the per-draw budget Delta = {delta:.4g} (unit={unit!r}) meets every "
-            f"factor's minimum constant ({worst}); together they need Delta > {lifted:.4g}. Raise "
+            f"no split of the per-draw budget Delta = {delta:.4g} (unit={unit!r}) {why}. Raise "
             "epsilon, lower draws, or remodel the factor with the largest minimum."
         )
 
@@ -108,18 +114,30 @@ class BudgetSplit:
 
 
 def min_shares(factors: Sequence[Factor], delta: float, ctx: RegionContext) -> dict[str, float]:
-    """Each factor's minimum constant: its solver's, from a share of ``1e-9 * delta``.
+    """Each factor's minimum constant: its solver's, from a tiny share (``1e-9 * delta``, at
+    least ``1e-9``).
 
     A solver that cannot reach the tiny share raises :class:`~pymc_dp.truncate.Infeasible`
-    carrying its minimum; one that can gets 0.
+    carrying its minimum ``m``; one that can gets 0. A minimum is kept only when the solver
+    also refuses ``m (1 - 1e-6)``: otherwise the refusal was not a minimum (a numerical failure
+    at the tiny share) and the factor gets 0, which only widens the search.
     """
+    probe = max(_PROBE * delta, _PROBE_FLOOR)
     mins = {}
     for f in factors:
         try:
-            solve_factor(f, _PROBE * delta, ctx)
+            solve_factor(f, probe, ctx)
             mins[f.name] = 0.0
+            continue
         except Infeasible as err:
-            mins[f.name] = float(err.min_lipschitz)
+            m = float(err.min_lipschitz)
+        if m > probe:
+            try:
+                solve_factor(f, m * (1 - 1e-6), ctx)
+                m = 0.0
+            except Infeasible:
+                pass
+        mins[f.name] = m
     return mins
 
 

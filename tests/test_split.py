@@ -287,3 +287,16 @@ def test_matches_a_brute_force_grid():
     assert got >= best - 1e-3 * abs(best)
     assert got <= best + 1e-3 * abs(best)  # the grid is fine enough to see the optimum
     assert split.shares["wide"] == pytest.approx(fine[np.argmax([log_mass(s) for s in fine])], rel=2e-2)
+
+
+def test_small_budget_finds_no_false_minimum():
+    # at a share of 1e-12 the interval solver of a 16-element factor fails on rounding and
+    # solve_factor falls back to a Potential whose "minimum" is over prior draws (16.8): the
+    # probe must not take that for a minimum constant
+    model, domains = M.naive_bayes(n=50, m=16)
+    factors, ctx = M.setup(model, domains)
+    split = choose_split(factors, 1e-3, "record", ctx)
+    assert split.min_shares == {"cls": 0.0, "feat": 0.0}
+    assert split.method == "optimised" and split.prior_mass > split.equal_prior_mass
+    assert lift(split.shares, _reads(factors), "record") == pytest.approx(1e-3, rel=1e-12)
+    assert all(r.solver == "interval" for r in split.regions.values())
