@@ -36,8 +36,9 @@ keeps more prior mass (by a factor of at least ``1 + 1e-7``, above the solvers' 
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 from scipy import optimize
@@ -45,9 +46,16 @@ from scipy import optimize
 from pymc_dp.exceptions import BudgetExceededError
 from pymc_dp.factors import Factor
 from pymc_dp.lift import UNITS, lift, split_budget
-from pymc_dp.truncate import FactorRegion, Infeasible, RegionContext, exact_log_mass, prior_mass, solve_factor
+from pymc_dp.truncate import (
+    FactorRegion,
+    Infeasible,
+    RegionContext,
+    exact_log_mass,
+    prior_mass,
+    solve_factor,
+)
 
-__all__ = ["InfeasibleBudget", "BudgetSplit", "choose_split", "min_shares"]
+__all__ = ["BudgetSplit", "InfeasibleBudget", "choose_split", "min_shares"]
 
 #: the share used to ask a solver for its minimum constant: relative to Delta, and not below
 #: _PROBE_FLOOR: below ~1e-11 the interval solver's own verification fails on rounding and
@@ -268,7 +276,7 @@ def choose_split(
     """
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}")
-    if not (isinstance(delta, (int, float)) and math.isfinite(delta) and delta > 0):
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (math.isfinite(delta) and delta > 0):
         raise ValueError(f"delta={delta!r} must be a finite number > 0")
     factors = list(factors)
     if not factors:
@@ -288,7 +296,7 @@ def choose_split(
     equal_log, equal_regions = objective(equal)
     equal_mass = _mass(equal_regions, ctx) if equal_regions is not None else None
 
-    def result(shares, regions, log_value, method, mins):
+    def result(shares, regions, method, mins):
         mass, how = _mass(regions, ctx)
         return BudgetSplit(
             shares=dict(shares),
@@ -306,7 +314,7 @@ def choose_split(
         if equal_regions is None:
             mins = min_shares(factors, delta, ctx)
             raise InfeasibleBudget(mins, float(delta), lift(mins, reads, unit), unit)
-        return result(equal, equal_regions, equal_log, "equal", {})
+        return result(equal, equal_regions, "equal", {})
 
     mins = min_shares(factors, delta, ctx)
     lifted_min = lift(mins, reads, unit)
@@ -363,8 +371,8 @@ def choose_split(
     if best["regions"] is None:
         raise InfeasibleBudget(mins, float(delta), lifted_min, unit)  # pragma: no cover - every start fits
     if equal_regions is not None and not best["value"] > equal_log + _GAIN:
-        return result(equal, equal_regions, equal_log, "equal", mins)
-    return result(best["shares"], best["regions"], best["value"], "optimised", mins)
+        return result(equal, equal_regions, "equal", mins)
+    return result(best["shares"], best["regions"], "optimised", mins)
 
 
 class _Budget(Exception):

@@ -749,7 +749,7 @@ def _exact_mass_pieces(constraints, ctx) -> list | None:
             if op_name != "NormalRV":
                 return None
             mu, sigma = ctx.cached(
-                ("dist_params", var), lambda: tuple(np.asarray(p.eval(), float) for p in rv.owner.op.dist_params(rv.owner))
+                ("dist_params", var), lambda rv=rv: tuple(np.asarray(p.eval(), float) for p in rv.owner.op.dist_params(rv.owner))
             )
             d = int(np.prod(ctx.shapes[var]))
             if np.any(mu != 0) or np.ptp(np.broadcast_to(sigma, ctx.shapes[var])) > 0:

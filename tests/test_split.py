@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 
+import models_split as M
 import numpy as np
 import pytest
 
@@ -19,8 +20,6 @@ from pymc_dp.truncate import (
     prior_mass,
     solve_factor,
 )
-
-import models_split as M
 
 
 def _reads(factors):
@@ -68,7 +67,7 @@ def test_never_worse_than_equal(build, delta, unit):
     [(M.naive_bayes, 5.0, "record", 1e6), (M.naive_bayes, 5.0, "attribute", 1e6), (M.lopsided, 3.0, "record", 1e4)],
 )
 def test_strictly_better_where_the_factors_differ(build, delta, unit, gain):
-    factors, _, split = split_of(build, delta, unit)
+    _, _, split = split_of(build, delta, unit)
     assert split.method == "optimised"
     assert split.prior_mass > gain * split.equal_prior_mass
     shares = list(split.shares.values())
@@ -77,7 +76,7 @@ def test_strictly_better_where_the_factors_differ(build, delta, unit, gain):
 
 def test_nothing_to_gain_keeps_the_equal_split():
     # attribute unit, factors on separate containers: each gets the whole Delta already
-    factors, _, split = split_of(M.lopsided, 3.0, "attribute")
+    _, _, split = split_of(M.lopsided, 3.0, "attribute")
     assert split.method == "equal"
     assert split.shares == split.equal_shares == {"wide": 3.0, "narrow": 3.0}
     assert split.prior_mass == split.equal_prior_mass
@@ -98,7 +97,7 @@ def test_lifts_exactly_to_delta(build, delta, unit):
 
 def test_attribute_unit_uses_the_containers_slack():
     # chain a(A), b(A, B), c(B, C): the equal split leaves C half used
-    factors, _, split = split_of(M.chain_net, 0.6, "attribute")
+    _, _, split = split_of(M.chain_net, 0.6, "attribute")
     L = split.shares
     assert max(L["a"] + L["b"], L["b"] + L["c"]) == pytest.approx(0.6, rel=1e-12)
     # at the optimum both A and B bind (a larger a or c would keep more mass)

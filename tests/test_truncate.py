@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import time
 
+import models_split as M
 import numpy as np
 import pytest
 
-from pymc_dp.truncate import Infeasible, _exact_mass, exact_log_mass, prior_mass, solve_factor
-
-import models_split as M
+from pymc_dp.truncate import (
+    Infeasible,
+    _exact_mass,
+    exact_log_mass,
+    prior_mass,
+    solve_factor,
+)
 
 
 def _solve(factor, share, ctx):
