@@ -28,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import Mode
 from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
 from scipy import optimize, special, stats
@@ -139,21 +140,67 @@ class FactorRegion:
 
 # --------------------------------------------------------------------------- context
 class RegionContext:
-    """What the solvers need from the model: free RVs, their supports and prior draws."""
+    """What the solvers need from the model: free RVs, their supports and prior draws.
 
-    def __init__(self, model, domains, prior_draws: dict[str, np.ndarray]):
+    The context also caches what does not depend on a factor's share: the factor's Lipschitz
+    graph, compiled functions, the values of ``t -> L_j(v = t)`` on the solvers' grids, the
+    prior's compiled CDFs. A budget-split optimiser calls :func:`solve_factor` and
+    :func:`prior_mass` many times on one context; the cache makes every call after the first
+    one cheap. Results are bit-for-bit those of an uncached context (``cache=False``, which
+    recomputes everything on every call, as the code did before the cache): compiled
+    functions are reused, never changed, and what the uncached code evaluates with
+    ``expr.eval()`` (constant folding, i.e. the Ops' Python implementations after the
+    ``fast_run`` rewrites) is evaluated by a function compiled once in :data:`_EVAL_MODE`, the
+    same rewrites and the same Python implementations on symbolic inputs.
+    """
+
+    def __init__(self, model, domains, prior_draws: dict[str, np.ndarray], *, cache: bool = True):
         self.model = model
         self.domains = domains
         self.free = {rv.name: rv for rv in model.free_RVs}
         self.draws = prior_draws
         self.shapes = {k: v.shape[1:] for k, v in prior_draws.items()}
+        self.cache = cache
+        self._cache: dict = {}
+        self._pinned: dict[int, Any] = {}  # keeps keyed objects alive: their ids stay unique
 
+    # ------------------------------------------------------------------ cache
+    def cached(self, key: tuple, build: Callable[[], Any]) -> Any:
+        """``build()``, computed once per ``key`` (every call when ``cache`` is False).
+
+        Objects in ``key`` are keyed by identity through :meth:`key`.
+        """
+        if not self.cache:
+            return build()
+        try:
+            return self._cache[key]
+        except KeyError:
+            value = self._cache[key] = build()
+            return value
+
+    def key(self, obj, *tags) -> tuple:
+        """A cache key for ``obj`` (by identity: factors and graphs are not hashable by value)."""
+        if self.cache:
+            self._pinned[id(obj)] = obj
+        return (id(obj), *tags)
+
+    def lipschitz(self, factor: Factor):
+        """``factor.lipschitz(domains)``, one graph per factor."""
+        return self.cached(self.key(factor, "L"), lambda: factor.lipschitz(self.domains))
+
+    # ------------------------------------------------------------------ model queries
     def free_rvs_of(self, expr) -> list[str]:
-        anc = set(ancestors([expr]))
-        return [name for name, rv in self.free.items() if rv in anc]
+        def build():
+            anc = set(ancestors([expr]))
+            return [name for name, rv in self.free.items() if rv in anc]
+
+        return list(self.cached(self.key(expr, "free_rvs"), build))
 
     def support(self, name: str) -> tuple[float, float]:
         """The support of a scalar free RV, read from its value transform."""
+        return self.cached(("support", name), lambda: self._support(name))
+
+    def _support(self, name: str) -> tuple[float, float]:
         rv = self.free[name]
         transform = self.model.rvs_to_transforms.get(rv)
         tname = type(transform).__name__ if transform is not None else None
@@ -171,11 +218,22 @@ class RegionContext:
         return math.nan, math.nan  # unsupported (simplex, ordered, discrete, ...)
 
     def compile_in(self, expr, names: list[str]) -> Callable:
-        """Compile ``expr`` as a function of the values of free RVs ``names``."""
-        holders = {n: self.free[n].type() for n in names}
-        replaced = clone_replace(expr, replace={self.free[n]: holders[n] for n in names})
-        fn = pytensor.function([holders[n] for n in names], replaced, on_unused_input="ignore")
-        return fn
+        """Compile ``expr`` as a function of the values of free RVs ``names`` (cached)."""
+
+        def build():
+            holders = {n: self.free[n].type() for n in names}
+            replaced = clone_replace(expr, replace={self.free[n]: holders[n] for n in names})
+            return pytensor.function([holders[n] for n in names], replaced, on_unused_input="ignore")
+
+        return self.cached(self.key(expr, "compile", tuple(names)), build)
+
+    def numeric(self, expr) -> np.ndarray:
+        """``_numeric(expr)`` of an expression of constants and shared data (cached)."""
+        return self.cached(self.key(expr, "numeric"), lambda: _numeric(expr))
+
+
+#: how cached functions replace ``expr.eval()`` bit for bit (see :class:`RegionContext`)
+_EVAL_MODE = Mode(linker="py", optimizer="fast_run")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -277,7 +335,7 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     families in their natural parameter; location families in the distance) the sup of the
     per-record constant over the resulting box is at its ends, which is verified elementwise.
     """
-    L = factor.lipschitz(ctx.domains)
+    L = ctx.lipschitz(factor)
     names = ctx.free_rvs_of(L)
     if len(names) != 1:
         return None
@@ -287,12 +345,20 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         return None
     shape = ctx.shapes[name]
     fn = ctx.compile_in(L, [name])
-    per_elem = factor.lipschitz_per_element(ctx.domains) + pt.zeros_like(factor.observed, dtype="float64")
+    per_elem = ctx.cached(
+        ctx.key(factor, "per_element"),
+        lambda: factor.lipschitz_per_element(ctx.domains) + pt.zeros_like(factor.observed, dtype="float64"),
+    )
     fn_elem = ctx.compile_in(per_elem, [name])
     dtype = ctx.free[name].dtype
+    memo = ctx.cached(ctx.key(factor, "f", name), dict)  # t -> f(t): f does not depend on the share
 
     def f(t):
-        return float(fn(np.full(shape, t, dtype=dtype)))
+        try:
+            return memo[t]
+        except KeyError:
+            value = memo[t] = float(fn(np.full(shape, t, dtype=dtype)))
+            return value
 
     try:
         t_lo, t_hi, f_min = _sublevel_interval(f, _grid_for_support(lo_s, hi_s), share)
@@ -309,8 +375,7 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         per_record = elems.reshape(elems.shape[0], -1).sum(axis=1) if elems.ndim > 1 else elems
         value = float(np.max(per_record))
         if any(isinstance(form, IndexForm) and form.table is ctx.free[name] for form in _forms(factor)):
-            hull = {ctx.free[name]: (pt.constant(np.float64(max(lo_t, lo_s))), pt.constant(np.float64(min(hi_t, hi_s))))}
-            value = max(value, float(_numeric(factor.lipschitz(ctx.domains, hull=hull))))
+            value = max(value, _hull_lipschitz(factor, name, np.float64(max(lo_t, lo_s)), np.float64(min(hi_t, hi_s)), ctx))
         inner = np.linspace(max(lo_t, -1e6), min(hi_t, 1e6), 101)[1:-1] if all(map(math.isfinite, (lo_t, hi_t))) else []
         for t in inner:
             value = max(value, f(t))
@@ -331,6 +396,22 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         None if not math.isfinite(upper) or upper >= hi_s else float(upper),
     )
     return FactorRegion(factor, share, [constraint], "interval", f_min)
+
+
+def _hull_lipschitz(factor: Factor, name: str, lo: np.float64, hi: np.float64, ctx: RegionContext) -> float:
+    """L of ``factor`` when every row of the indexed table ``name`` may be anywhere in ``[lo, hi]``."""
+    table = ctx.free[name]
+    if not ctx.cache:
+        hull = {table: (pt.constant(lo), pt.constant(hi))}
+        return float(_numeric(factor.lipschitz(ctx.domains, hull=hull)))
+
+    def build():
+        lo_v, hi_v = pt.dscalar("lo"), pt.dscalar("hi")
+        expr = factor.lipschitz(ctx.domains, hull={table: (lo_v, hi_v)})
+        return pytensor.function([lo_v, hi_v], expr, mode=_EVAL_MODE, on_unused_input="ignore")
+
+    fn = ctx.cached(ctx.key(factor, "hull", name), build)
+    return float(np.asarray(fn(lo, hi), dtype=float))
 
 
 def _argmin_between(f, a, b):
@@ -362,7 +443,7 @@ def solve_location_scale(factor: Factor, share: float, ctx: RegionContext) -> Fa
     if not (isinstance(loc, PointForm) and isinstance(scale, PointForm)):
         return None
     loc_name, scale_name = _plain_free_rv(loc.expr, ctx), _plain_free_rv(scale.expr, ctx)
-    L = factor.lipschitz(ctx.domains)
+    L = ctx.lipschitz(factor)
     names = ctx.free_rvs_of(L)
     if loc_name is None or scale_name is None or sorted(names) != sorted({loc_name, scale_name}) or loc_name == scale_name:
         return None
@@ -371,8 +452,14 @@ def solve_location_scale(factor: Factor, share: float, ctx: RegionContext) -> Fa
     fn = ctx.compile_in(L, [loc_name, scale_name])
     shp_l, shp_s = ctx.shapes[loc_name], ctx.shapes[scale_name]
 
+    memo = ctx.cached(ctx.key(factor, "worst"), dict)  # s -> worst(s): independent of the share
+
     def worst(s):
-        return max(float(fn(np.full(shp_l, m), np.full(shp_s, s))) for m in (a, b))
+        try:
+            return memo[s]
+        except KeyError:
+            value = memo[s] = max(float(fn(np.full(shp_l, m), np.full(shp_s, s))) for m in (a, b))
+            return value
 
     s_grid = np.exp(np.linspace(-30, 30, 601))
     vals = np.array([worst(s) for s in s_grid])
@@ -434,7 +521,7 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     offset_value = 0.0
     if form.offset is not None:
         if not ctx.free_rvs_of(form.offset):
-            offset_value = _numeric(form.offset)
+            offset_value = ctx.numeric(form.offset)
             if offset_value.size != 1:
                 return None
             offset_value = float(offset_value.reshape(()))
@@ -446,7 +533,7 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     if info.family == "Normal":
         sform = forms["sigma"]
         if not ctx.free_rvs_of(sform.expr):
-            scale_value = _numeric(sform.expr)
+            scale_value = ctx.numeric(sform.expr)
             if scale_value.size != 1:
                 return None
             scale_value = float(scale_value.reshape(-1)[0])
@@ -455,11 +542,11 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
             if scale_name is None or ctx.shapes[scale_name] not in ((), (1,)) or ctx.support(scale_name)[0] < 0:
                 return None
     involved = {w_name, offset_name, scale_name} - {None}
-    if set(ctx.free_rvs_of(factor.lipschitz(ctx.domains))) != involved:
+    if set(ctx.free_rvs_of(ctx.lipschitz(factor))) != involved:
         return None
 
     obs_domain = ctx.domains[factor.observed_container]
-    n_elem = int(np.prod(_numeric(factor.observed.shape)[1:])) if factor.observed.ndim > 1 else 1
+    n_elem = int(np.prod(ctx.numeric(factor.observed.shape)[1:])) if factor.observed.ndim > 1 else 1
 
     def rule_L(center, half, sigma):
         eta = Bounds(center - half, center + half, space="logit" if logit else "natural")
@@ -475,7 +562,16 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     else:
         center = 0.5 * (obs_domain.lo + obs_domain.hi) if hasattr(obs_domain, "lo") else 0.0
 
+    halves: dict = {}  # sigma -> max_half(sigma), for this share
+
     def max_half(sigma):
+        try:
+            return halves[sigma]
+        except KeyError:
+            value = halves[sigma] = _max_half(sigma)
+            return value
+
+    def _max_half(sigma):
         if rule_L(center, 0.0, sigma) > share:
             return None
         hi_h = 1.0
@@ -541,15 +637,23 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
 
 def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
     """Fallback: a ``pm.Potential`` indicator of ``{L_j(theta) <= share}``."""
-    L = factor.lipschitz(ctx.domains)
+    L = ctx.lipschitz(factor)
     names = ctx.free_rvs_of(L)
     fn = ctx.compile_in(L, names)
 
-    def evaluate(draws):
+    def compute(draws):
         n = len(next(iter(draws.values())))
         return np.array([float(fn(*(draws[k][i] for k in names))) for i in range(n)])
 
-    values = evaluate({k: ctx.draws[k][:2000] for k in names}) if names else np.array([float(_numeric(L))])
+    def evaluate(draws):
+        if draws is ctx.draws:  # the public prior draws: share-independent, computed once
+            return ctx.cached(ctx.key(factor, "potential_on_draws"), lambda: compute(draws))
+        return compute(draws)
+
+    values = ctx.cached(
+        ctx.key(factor, "potential_values"),
+        lambda: compute({k: ctx.draws[k][:2000] for k in names}) if names else np.array([float(_numeric(L))]),
+    )
     min_seen = float(np.min(values))
     if not names and min_seen > share:
         raise Infeasible(factor.name, min_seen)
@@ -574,19 +678,56 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
 
 
 def _is_root(rv, ctx) -> bool:
-    others = {r for r in ctx.free.values() if r is not rv}
-    return not (set(ancestors(rv.owner.inputs)) & others)
+    def build():
+        others = {r for r in ctx.free.values() if r is not rv}
+        return not (set(ancestors(rv.owner.inputs)) & others)
+
+    return ctx.cached(("is_root", rv.name), build)
 
 
 def _exact_mass(constraints, ctx) -> float | None:
+    pieces = _exact_mass_pieces(constraints, ctx)
+    if pieces is None:
+        return None
+    total = 1.0
+    for kind, value in pieces:
+        total *= float(np.prod(value)) if kind == "elements" else value
+    return total
+
+
+def exact_log_mass(constraints, ctx) -> float | None:
+    """``log`` of :func:`_exact_mass`, summed in log space (no underflow with many elements)."""
+    pieces = _exact_mass_pieces(constraints, ctx)
+    if pieces is None:
+        return None
+    with np.errstate(divide="ignore"):
+        return float(sum(float(np.sum(np.log(value))) if kind == "elements" else math.log(value) if value > 0 else -math.inf for kind, value in pieces))
+
+
+def _logcdf(rv, name: str, value: float, shape, ctx) -> np.ndarray:
+    """``pm.logcdf(rv, np.full(shape, value)).eval()``; with a cache, compiled once per RV."""
     import pymc as pm
 
+    if not ctx.cache:
+        return pm.logcdf(rv, np.full(shape, value)).eval()
+
+    def build():
+        v = rv.type()
+        return pytensor.function([v], pm.logcdf(rv, v), mode=_EVAL_MODE)
+
+    fn = ctx.cached(("logcdf", name), build)
+    return fn(np.full(shape, value))
+
+
+def _exact_mass_pieces(constraints, ctx) -> list | None:
+    """Per free RV, its prior mass in the region: ``("elements", array)`` of independent
+    elementwise interval masses, or ``("scalar", mass)``; None when not exact."""
     by_var: dict[str, list] = {}
     for c in constraints:
         if isinstance(c, PotentialConstraint):
             return None
         by_var.setdefault(c.var, []).append(c)
-    total = 1.0
+    pieces = []
     for var, cons in by_var.items():
         rv = ctx.free[var]
         if not _is_root(rv, ctx):
@@ -598,21 +739,23 @@ def _exact_mass(constraints, ctx) -> float | None:
                 return None
             try:
                 shape = ctx.shapes[var]
-                cdf_hi = np.ones(shape) if hi is None else np.exp(pm.logcdf(rv, np.full(shape, hi)).eval())
-                cdf_lo = np.zeros(shape) if lo is None else np.exp(pm.logcdf(rv, np.full(shape, lo)).eval())
+                cdf_hi = np.ones(shape) if hi is None else np.exp(_logcdf(rv, var, hi, shape, ctx))
+                cdf_lo = np.zeros(shape) if lo is None else np.exp(_logcdf(rv, var, lo, shape, ctx))
             except Exception:
                 return None
-            total *= float(np.prod(np.clip(cdf_hi - cdf_lo, 0.0, 1.0)))
+            pieces.append(("elements", np.clip(cdf_hi - cdf_lo, 0.0, 1.0)))
         elif len(cons) == 1 and isinstance(cons[0], NormBallConstraint) and cons[0].weights is None:
             op_name = type(rv.owner.op).__name__
             if op_name != "NormalRV":
                 return None
-            mu, sigma = (np.asarray(p.eval(), float) for p in rv.owner.op.dist_params(rv.owner))
+            mu, sigma = ctx.cached(
+                ("dist_params", var), lambda rv=rv: tuple(np.asarray(p.eval(), float) for p in rv.owner.op.dist_params(rv.owner))
+            )
             d = int(np.prod(ctx.shapes[var]))
             if np.any(mu != 0) or np.ptp(np.broadcast_to(sigma, ctx.shapes[var])) > 0:
                 return None
             s = float(np.broadcast_to(sigma, ctx.shapes[var]).reshape(-1)[0])
-            total *= float(stats.chi2.cdf((cons[0].radius / s) ** 2, d))
+            pieces.append(("scalar", float(stats.chi2.cdf((cons[0].radius / s) ** 2, d))))
         else:
             return None
-    return total
+    return pieces

@@ -1,0 +1,379 @@
+"""Split the per-draw budget ``Delta`` across factors to keep the most prior mass.
+
+JMLR 2017 Thm 17: the utility loss of posterior sampling on the truncated prior is
+``O(1 - xi(Theta_L)) + sqrt(ln(1/delta)/N)``, where ``xi(Theta_L)`` is the prior mass of the
+region the budget allows. Factor j's share ``L_j`` becomes a region ``Theta_{L_j}`` (its
+truncation, :func:`pymc_dp.truncate.solve_factor`); the model's region is their intersection.
+Any split with ``lift(L, reads, unit) <= Delta`` is valid (DESIGN.md section 3); this module
+chooses the one whose intersection keeps the most prior mass.
+
+**Feasible set and its boundary.** A region never shrinks when its share grows, so the best
+split lifts exactly to ``Delta``. Some factors cannot go below a minimum constant ``m_j``
+(Poisson on ``Integers(0, 10)``: 2.86; Binomial: ``ln C(m, m/2)``; Normal with known sigma:
+``(b-a)^2 / (8 sigma^2)``): their solver raises :class:`~pymc_dp.truncate.Infeasible` with it.
+The boundary above the minimums is parametrised by positive weights ``w = exp(z)``:
+
+    L_j = m_j + s(w) * w_j,   s(w) = min_k (Delta - M_k) / W_k,
+
+with ``M_k, W_k`` the sums of ``m_j, w_j`` over the factors that read container k (record unit:
+one container read by all factors). Every ``z`` lifts exactly to ``Delta`` and meets every
+minimum; every boundary point with ``L > m`` is reached; ``z`` and ``z + c`` give the same split,
+so the first log-weight is fixed at 0 and the search runs over ``J - 1`` coordinates.
+
+**Objective.** The log prior mass of the intersection of all regions: exact (in log space, no
+underflow with many truncated elements) when :func:`pymc_dp.truncate.exact_log_mass` applies,
+else the log of the Monte Carlo mass over the public prior draws ``ctx.draws`` (fixed draws: a
+deterministic objective). It depends on public things only -- priors, domains, data shapes --
+never on data values.
+
+**Search.** Nelder-Mead over the log-weights from the equal split (:func:`pymc_dp.lift.
+split_budget`), or, when the equal split is infeasible, from the minimums plus an equal share of
+the rest; restarted from the best point while it improves; at most ``max_evals`` distinct
+splits are solved. The best split seen is kept, and it replaces the equal split only when it
+keeps more prior mass (by a factor of at least ``1 + 1e-7``, above the solvers' noise).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize
+
+from pymc_dp.exceptions import BudgetExceededError
+from pymc_dp.factors import Factor
+from pymc_dp.lift import UNITS, lift, split_budget
+from pymc_dp.truncate import (
+    FactorRegion,
+    Infeasible,
+    RegionContext,
+    exact_log_mass,
+    prior_mass,
+    solve_factor,
+)
+
+__all__ = ["BudgetSplit", "InfeasibleBudget", "choose_split", "min_shares"]
+
+#: the share used to ask a solver for its minimum constant: relative to Delta, and not below
+#: _PROBE_FLOOR: below ~1e-11 the interval solver's own verification fails on rounding and
+#: solve_factor falls back to the Potential solver, whose "minimum" is over prior draws
+_PROBE = 1e-9
+_PROBE_FLOOR = 1e-9
+#: the least gain in log prior mass that counts as better: above the solvers' own noise (their
+#: "step inside" moves a bound by ~1e-9 of its distance to the minimiser, so the mass is not
+#: exactly monotone in the share: relative wiggles of ~1e-9)
+_GAIN = 1e-7
+#: log-weights are kept within this distance of the first one (shares down to e^-30 of the rest)
+_Z_BOUND = 30.0
+
+
+class InfeasibleBudget(BudgetExceededError):
+    """No split meets the budget: carries each factor's minimum constant.
+
+    Attributes
+    ----------
+    mins : dict of str to float
+        Factor name -> the smallest constant its solver can reach (0 when none).
+    delta : float
+        The per-draw budget ``Delta`` that was asked for.
+    lifted : float
+        ``lift(mins, reads, unit)``: the smallest ``Delta`` any split could meet (``>= delta``).
+    """
+
+    def __init__(self, mins: Mapping[str, float], delta: float = math.nan, lifted: float = math.nan, unit: str = "record"):
+        self.mins = dict(mins)
+        self.delta = delta
+        self.lifted = lifted
+        self.unit = unit
+        worst = ", ".join(f"{k!r}: {v:.4g}" for k, v in self.mins.items())
+        if lifted >= delta:
+            why = f"meets every factor's minimum constant ({worst}); together they need Delta > {lifted:.4g}"
+        else:
+            why = f"that the search tried could be certified (minimum constants found: {worst})"
+        super().__init__(
+            f"no split of the per-draw budget Delta = {delta:.4g} (unit={unit!r}) {why}. Raise "
+            "epsilon, lower draws, or remodel the factor with the largest minimum."
+        )
+
+
+@dataclass(frozen=True)
+class BudgetSplit:
+    """The chosen split of ``Delta`` across factors, its regions and the prior mass they keep."""
+
+    #: factor name -> L_j; ``lift(shares, reads, unit) == delta`` (never above it)
+    shares: Mapping[str, float]
+    #: factor name -> ``solve_factor(f, shares[f], ctx)``
+    regions: Mapping[str, FactorRegion]
+    #: prior mass of the intersection of all regions' constraints (``truncate.prior_mass``)
+    prior_mass: float
+    prior_mass_method: str
+    #: "optimised", or "equal" (nothing beats it, ``optimise=False``, or one factor)
+    method: str
+    equal_shares: Mapping[str, float]
+    #: None when the equal split is infeasible
+    equal_prior_mass: float | None
+    #: factor name -> smallest reachable constant (0 when none; empty when not probed)
+    min_shares: Mapping[str, float] = field(default_factory=dict)
+    #: distinct splits solved (the equal split included)
+    evaluations: int = 0
+
+
+def min_shares(factors: Sequence[Factor], delta: float, ctx: RegionContext) -> dict[str, float]:
+    """Each factor's minimum constant: its solver's, from a tiny share (``1e-9 * delta``, at
+    least ``1e-9``).
+
+    A solver that cannot reach the tiny share raises :class:`~pymc_dp.truncate.Infeasible`
+    carrying its minimum ``m``; one that can gets 0. A minimum is kept only when the solver
+    also refuses ``m (1 - 1e-6)``: otherwise the refusal was not a minimum (a numerical failure
+    at the tiny share) and the factor gets 0, which only widens the search.
+    """
+    probe = max(_PROBE * delta, _PROBE_FLOOR)
+    mins = {}
+    for f in factors:
+        try:
+            solve_factor(f, probe, ctx)
+            mins[f.name] = 0.0
+            continue
+        except Infeasible as err:
+            m = float(err.min_lipschitz)
+        if m > probe:
+            try:
+                solve_factor(f, m * (1 - 1e-6), ctx)
+                m = 0.0
+            except Infeasible:
+                pass
+        mins[f.name] = m
+    return mins
+
+
+class _Objective:
+    """``shares -> (log prior mass, regions)``, memoised per split and per (factor, share)."""
+
+    def __init__(self, factors: Sequence[Factor], ctx: RegionContext):
+        self.factors = list(factors)
+        self.ctx = ctx
+        self._regions: dict = {}
+        self._splits: dict = {}
+
+    def region(self, f: Factor, share: float) -> FactorRegion | None:
+        key = (f.name, share)
+        if key not in self._regions:
+            try:
+                self._regions[key] = solve_factor(f, share, self.ctx)
+            except Infeasible:
+                self._regions[key] = None
+        return self._regions[key]
+
+    @property
+    def evaluations(self) -> int:
+        return len(self._splits)
+
+    def __call__(self, shares: Mapping[str, float]) -> tuple[float, dict | None]:
+        key = tuple(float(shares[f.name]) for f in self.factors)
+        if key not in self._splits:
+            regions = {}
+            for f in self.factors:
+                r = self.region(f, float(shares[f.name]))
+                if r is None:
+                    self._splits[key] = (-math.inf, None)
+                    return self._splits[key]
+                regions[f.name] = r
+            self._splits[key] = (_log_mass(regions, self.ctx), regions)
+        return self._splits[key]
+
+
+def _constraints(regions: Mapping[str, FactorRegion]) -> list:
+    return [c for r in regions.values() for c in r.constraints]
+
+
+def _log_mass(regions, ctx) -> float:
+    cons = _constraints(regions)
+    if not cons:
+        return 0.0
+    exact = exact_log_mass(cons, ctx)
+    if exact is not None:
+        return exact
+    p, _ = prior_mass(cons, ctx)
+    return math.log(p) if p > 0 else -math.inf
+
+
+def _mass(regions, ctx) -> tuple[float, str]:
+    cons = _constraints(regions)
+    return prior_mass(cons, ctx) if cons else (1.0, "exact")
+
+
+class _Boundary:
+    """``z -> L``: the boundary ``lift(L) = Delta`` above the minimums (module docstring)."""
+
+    def __init__(self, names, reads, unit, delta, mins):
+        self.names = list(names)
+        self.delta = float(delta)
+        self.reads = reads
+        self.unit = unit
+        self.m = np.array([mins[n] for n in self.names], dtype=float)
+        if unit == "record":
+            self.groups = [np.arange(len(self.names))]
+        else:
+            containers = sorted({k for n in self.names for k in reads[n]})
+            self.groups = [np.array([i for i, n in enumerate(self.names) if k in reads[n]]) for k in containers]
+
+    def shares(self, z: np.ndarray) -> dict[str, float]:
+        w = np.exp(z - np.max(z))
+        s = min((self.delta - self.m[g].sum()) / w[g].sum() for g in self.groups)
+        L = self.m + s * w
+        for i in range(60):  # never above Delta, rounding included
+            shares = {n: float(v) for n, v in zip(self.names, L)}
+            if lift(shares, self.reads, self.unit) <= self.delta:
+                return shares
+            L = self.m + (L - self.m) * (1 - 2.0 ** (i - 52))
+        raise AssertionError("could not fit the split under Delta")  # pragma: no cover
+
+    def weights_of(self, shares: Mapping[str, float]) -> np.ndarray:
+        """Log-weights whose boundary point is ``shares`` (when ``shares`` lifts to Delta)."""
+        extra = np.array([shares[n] for n in self.names]) - self.m
+        return np.log(np.maximum(extra, 1e-300))
+
+
+def choose_split(
+    factors: Sequence[Factor],
+    delta: float,
+    unit: str,
+    ctx: RegionContext,
+    *,
+    optimise: bool = True,
+    max_evals: int | None = None,
+) -> BudgetSplit:
+    """The split of ``delta`` across ``factors`` that keeps the most prior mass.
+
+    Parameters
+    ----------
+    factors : sequence of Factor
+        The private likelihood factors (each reads at least one private container).
+    delta : float
+        The per-draw budget ``Delta`` (one draw is ``2 Delta``-DP).
+    unit : {"record", "attribute"}
+        The privacy unit of :func:`pymc_dp.lift.lift`.
+    ctx : RegionContext
+        The model's free RVs, domains and public prior draws (a caching context: the search
+        solves the same factors many times).
+    optimise : bool, default True
+        False: the equal split of :func:`pymc_dp.lift.split_budget`, as before.
+    max_evals : int, optional
+        Most distinct splits to solve; default ``60 + 60 (J - 1)`` capped at 400.
+
+    Returns
+    -------
+    BudgetSplit
+
+    Raises
+    ------
+    InfeasibleBudget
+        When no split meets every factor's minimum constant (or, with ``optimise=False``,
+        when the equal split does not).
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unknown unit {unit!r}")
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (math.isfinite(delta) and delta > 0):
+        raise ValueError(f"delta={delta!r} must be a finite number > 0")
+    factors = list(factors)
+    if not factors:
+        raise ValueError("choose_split needs at least one factor")
+    names = [f.name for f in factors]
+    if len(set(names)) != len(names):
+        raise ValueError(f"factor names must be unique, got {names}")
+    reads = {f.name: tuple(f.reads) for f in factors}
+    if not all(reads.values()):
+        raise ValueError(f"every factor must read private data; {[n for n in names if not reads[n]]} do not")
+    J = len(factors)
+    if max_evals is None:
+        max_evals = min(400, 60 + 60 * (J - 1))
+
+    objective = _Objective(factors, ctx)
+    equal = split_budget(float(delta), reads, unit)
+    equal_log, equal_regions = objective(equal)
+    equal_mass = _mass(equal_regions, ctx) if equal_regions is not None else None
+
+    def result(shares, regions, method, mins):
+        mass, how = _mass(regions, ctx)
+        return BudgetSplit(
+            shares=dict(shares),
+            regions=dict(regions),
+            prior_mass=float(mass),
+            prior_mass_method=how,
+            method=method,
+            equal_shares=dict(equal),
+            equal_prior_mass=None if equal_mass is None else float(equal_mass[0]),
+            min_shares=dict(mins),
+            evaluations=objective.evaluations,
+        )
+
+    if J == 1 or not optimise:
+        if equal_regions is None:
+            mins = min_shares(factors, delta, ctx)
+            raise InfeasibleBudget(mins, float(delta), lift(mins, reads, unit), unit)
+        return result(equal, equal_regions, "equal", {})
+
+    mins = min_shares(factors, delta, ctx)
+    lifted_min = lift(mins, reads, unit)
+    if lifted_min >= delta:
+        raise InfeasibleBudget(mins, float(delta), lifted_min, unit)
+    boundary = _Boundary(names, reads, unit, delta, mins)
+
+    if equal_regions is not None:
+        z0 = boundary.weights_of(equal)
+    else:  # the minimums plus an equal share of the rest
+        z0 = np.zeros(J)
+    z0 = np.clip(z0 - z0[0], -_Z_BOUND, _Z_BOUND)
+
+    best = {"value": equal_log, "shares": equal, "regions": equal_regions}
+
+    def g(u: np.ndarray) -> float:
+        z = np.concatenate([[0.0], np.clip(u, -_Z_BOUND, _Z_BOUND)])
+        shares = boundary.shares(z)
+        if objective.evaluations >= max_evals and tuple(shares[n] for n in names) not in objective._splits:
+            raise _Budget
+        value, regions = objective(shares)
+        if regions is not None and (best["regions"] is None or value > best["value"]):
+            best.update(value=value, shares=shares, regions=regions)
+        return -value if math.isfinite(value) else math.inf
+
+    u = z0[1:]
+    step = 1.0
+    try:
+        for _ in range(4):  # Nelder-Mead, restarted from the best point while it improves
+            before = best["value"]
+            simplex = np.vstack([u, u + step * np.eye(J - 1)])
+            optimize.minimize(
+                g,
+                u,
+                method="Nelder-Mead",
+                options={
+                    "initial_simplex": simplex,
+                    "xatol": 1e-3,
+                    "fatol": 1e-7,
+                    "maxfev": max_evals,
+                    "adaptive": J > 3,
+                },
+            )
+            if best["regions"] is None or best["shares"] is equal:
+                break
+            u = boundary.weights_of(best["shares"])
+            u = np.clip(u[1:] - u[0], -_Z_BOUND, _Z_BOUND)
+            step = 0.25
+            if not best["value"] > before + _GAIN:
+                break
+    except _Budget:
+        pass
+
+    if best["regions"] is None:
+        raise InfeasibleBudget(mins, float(delta), lifted_min, unit)  # pragma: no cover - every start fits
+    if equal_regions is not None and not best["value"] > equal_log + _GAIN:
+        return result(equal, equal_regions, "equal", mins)
+    return result(best["shares"], best["regions"], "optimised", mins)
+
+
+class _Budget(Exception):
+    """The evaluation budget is spent."""
