@@ -131,6 +131,10 @@ INSERT INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 """
 
 
+class _Rollback(Exception):
+    """Leave a ``Ledger._transaction`` without committing."""
+
+
 def _statements(script: str) -> list[str]:
     # executescript() would COMMIT first; split instead (complete_statement knows trigger bodies)
     out, buf = [], ""
@@ -513,20 +517,30 @@ class Ledger:
                     os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except OSError as exc:
             raise self._fail("create the ledger", exc) from exc
-        with self._transaction("open the ledger", create=True) as conn:
-            tables = {
-                r[0]
-                for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-            }
-            if not tables:
-                # An empty database: a new ledger, or one whose creation was interrupted before its
-                # schema was committed (nothing can have been charged to it). Checked under the
-                # write lock, so concurrent openers create the schema once.
-                conn.execute(f"PRAGMA application_id={_APPLICATION_ID}")
-                for stmt in _statements(_SCHEMA):
-                    conn.execute(stmt)
-                return
-            self._check_schema(conn, tables)
+        try:
+            with self._transaction("open the ledger", create=True) as conn:
+                tables = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                    )
+                }
+                if not tables:
+                    # An empty database: a new ledger, or one whose creation was interrupted
+                    # before its schema was committed (nothing can have been charged to it).
+                    # Checked under the write lock, so concurrent openers create it once.
+                    conn.execute(f"PRAGMA application_id={_APPLICATION_ID}")
+                    for stmt in _statements(_SCHEMA):
+                        conn.execute(stmt)
+                    return
+                self._check_schema(conn, tables)
+                # A write, rolled back: a read-only file or directory fails here, when the
+                # Ledger is opened, not at the first reserve. The file's content is unchanged.
+                # (An UPDATE that changes nothing is skipped by SQLite: insert a row instead.)
+                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('open-probe', '')")
+                raise _Rollback
+        except _Rollback:
+            pass
 
     def _check_schema(self, conn: sqlite3.Connection, tables: set[str]) -> None:
         def refuse(why: str) -> LedgerError:

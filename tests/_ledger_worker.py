@@ -108,6 +108,18 @@ def main() -> int:
         say(json.dumps({"ok": ok}))
         return 0
 
+    if mode == "open":
+        # open (and optionally reserve); report a LedgerError instead of raising it
+        try:
+            lg = ledger.Ledger(path, epsilon=args.get("total"))
+            if args.get("reserve"):
+                lg.reserve(ds, 0.1, 0.0)
+        except exceptions.LedgerError as exc:
+            say("LedgerError", str(exc).replace("\n", " "))
+            return 0
+        say("ok")
+        return 0
+
     if mode == "fingerprint":
         import numpy as np
 

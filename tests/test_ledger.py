@@ -7,6 +7,7 @@ import math
 import os
 import pickle
 import random
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -112,8 +113,10 @@ def test_spend_remaining_per_dataset(path):
     assert lg.remaining(OTHER) == (0.0, 1e-5)
     assert lg.spent(DS).epsilon == 0.75
 
-    # a second Ledger on the same file sees the same history
+    # a second Ledger on the same file sees the same history; opening does not modify the file
+    before = path.read_bytes()
     assert Ledger(path, epsilon=2.0, delta=1e-5).spent(DS) == lg.spent(DS)
+    assert path.read_bytes() == before
 
 
 def test_no_total_never_refuses_and_counts(path):
@@ -527,24 +530,50 @@ def test_creates_parent_directories_privately(tmp_path):
     assert p.parent.stat().st_mode & 0o077 == 0
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores permissions")
+def _without_dac_override() -> list[str] | None:
+    """A command prefix under which file permissions apply (root ignores them), or None."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    drop = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}"]
+
+
+def _open_in_worker(prefix: list[str], path, **args) -> str:
+    out = subprocess.run(
+        [*prefix, sys.executable, str(WORKER), "open", str(path), json.dumps(args)],
+        capture_output=True, text=True, env=_env(), cwd=str(ROOT), timeout=60, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
 def test_read_only_locations_are_refused(tmp_path):
+    prefix = _without_dac_override()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: permissions cannot be enforced")
     ro = tmp_path / "ro"
     ro.mkdir()
-    ro.chmod(0o500)
-    try:
-        with pytest.raises(LedgerError):
-            Ledger(ro / "ledger.sqlite")
-    finally:
-        ro.chmod(0o700)
     p = tmp_path / "ledger.sqlite"
     Ledger(p)
-    p.chmod(0o400)
     try:
-        with pytest.raises(LedgerError, match="read-only"):
-            Ledger(p, epsilon=1.0)
-    finally:
+        ro.chmod(0o500)  # a read-only directory
+        assert _open_in_worker(prefix, ro / "ledger.sqlite").startswith("LedgerError")
+        assert not (ro / "ledger.sqlite").exists()
+        p.chmod(0o400)  # a read-only file
+        msg = _open_in_worker(prefix, p, total=1.0)
+        assert msg.startswith("LedgerError") and "read-only" in msg and str(p) in msg
         p.chmod(0o600)
+        tmp_path.chmod(0o500)  # a writable file in a read-only directory: no room for a journal
+        msg = _open_in_worker(prefix, p, total=1.0)
+        assert msg.startswith("LedgerError") and "read-only" in msg
+    finally:
+        ro.chmod(0o700)
+        p.chmod(0o600)
+        tmp_path.chmod(0o700)
+    assert _open_in_worker(prefix, p, total=1.0, reserve=True) == "ok"  # writable again
 
 
 def test_locked_longer_than_timeout(path):
