@@ -19,7 +19,9 @@ Guarantees
    marked ``failed`` and stays counted (see :meth:`Ledger.spend`).
 3. **No silent reset.** A file that is not a pymc_dp ledger, is corrupted, or has a newer
    schema is refused with :class:`~pymc_dp.exceptions.LedgerError` and left untouched; a ledger
-   that disappears after it was opened is not recreated behind the caller's back. Rows cannot be
+   that disappears after it was opened is not recreated behind the caller's back. (The one file
+   that is initialised in place is one SQLite reads as an empty database, with no table at all:
+   what an interrupted creation leaves, with nothing ever charged to it.) Rows cannot be
    deleted and their amounts cannot be changed through SQL (triggers), which guards against
    accidents, not against someone who owns the file.
 
@@ -365,6 +367,15 @@ class Ledger:
     timeout : float, default 30
         Seconds to wait for another process's write lock before giving up with
         :class:`LedgerError`.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The absolute path of the file.
+    epsilon, delta : float or None
+        The totals per dataset (``None``: no total).
+    timeout : float
+        The lock timeout in seconds.
 
     Raises
     ------
