@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 
-import tests.models_split as models_split as M
+from tests import models_split as M
 import numpy as np
 import pytest
 
