@@ -79,6 +79,8 @@ __all__ = [
 _TINY = 1e-280
 _LOG_TINY = math.log(_TINY)
 _LOG_HALF = math.log(0.5)
+#: the truncated Dirichlet works with Gamma variates down to exp(_MIN_LOG_G), well inside float64
+_MIN_LOG_G = math.log(1e-280)
 
 
 # =========================================================================== log-space helpers
@@ -516,7 +518,8 @@ class TruncatedDirichlet:
         a_s = self.alpha[self.classes]
         x = np.exp(w)[:, None]
         mat = log_gamma_mass(a_s[None, :], x, self._c * x)
-        others = mat.sum(axis=1, keepdims=True) - mat
+        s = len(a_s)
+        others = np.stack([mat[:, [k for k in range(s) if k != i]].sum(axis=1) for i in range(s)], axis=1)
         return _log_prefactor(a_s[None, :], x) + np.log(a_s)[None, :] + others
 
     # ------------------------------------------------------------------ envelope
@@ -537,6 +540,8 @@ class TruncatedDirichlet:
             out = []
             for i in range(phi.shape[1]):
                 col = np.where(np.isfinite(phi[:, i]), phi[:, i], -np.inf)
+                if not np.isfinite(np.max(col)):
+                    raise ValueError(f"the truncated Dirichlet({self.alpha}) has no finite density on its grid")
                 above = np.flatnonzero(col >= np.max(col) - self.SPAN)
                 j1, j2 = int(above[0]), int(above[-1])
                 widen_lo |= j1 == 0
@@ -544,9 +549,18 @@ class TruncatedDirichlet:
                 out.append((w[max(j1 - 1, 0)], w[min(j2 + 1, len(w) - 1)]))
             if not (widen_lo or widen_hi):
                 break
+            if lo < _MIN_LOG_G:
+                break
             width = hi - lo
             lo -= width if widen_lo else 0.0
             hi += width if widen_hi else 0.0
+        if min(a for a, _ in out) < _MIN_LOG_G:
+            raise ValueError(
+                f"Dirichlet({self.alpha}) restricted to a ratio region: the parameters over the classes "
+                f"sum to {float(np.sum(a_s)):.3g}, so the minimum Gamma variate reaches below the "
+                "floating-point range; the exact sampler needs sum_S alpha_k >= about 0.1 (a truncated "
+                "row with at least one observation always has it)."
+            )
         return out
 
     def _cells_eval(self, ci, wa, wb):
@@ -619,6 +633,8 @@ class TruncatedDirichlet:
         self._cum /= self._cum[-1]
         self.acceptance_bound = float(np.sum(prob * np.exp(floor)))
         self.n_cells = len(ci)
+        if not (np.all(np.isfinite(self._cum)) and self.acceptance_bound > 0):  # pragma: no cover
+            raise RuntimeError(f"the envelope of the truncated Dirichlet({self.alpha}) is not finite")
 
     # ------------------------------------------------------------------ sampling
     def _draw_min(self, n, rng):
@@ -635,6 +651,8 @@ class TruncatedDirichlet:
             ok = np.log(_uniform(rng, batch)) <= lt - self._lb[cell]
             self.proposed += batch
             self.accepted += int(ok.sum())
+            if self.accepted == 0 and self.proposed > 10_000_000:  # pragma: no cover - a numerical bug
+                raise RuntimeError(f"the truncated Dirichlet({self.alpha}) sampler accepts nothing")
             got_i.append(i[ok])
             got_m.append(m[ok])
             count += int(ok.sum())

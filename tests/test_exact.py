@@ -483,6 +483,12 @@ def test_truncated_dirichlet_coarse_envelope_is_still_exact():
         assert ks(p[:, j], dirichlet_marginal_cdf(alpha, j, log_c)) > ALPHA
 
 
+def test_truncated_dirichlet_refuses_parameters_beyond_float_range():
+    # sum_S alpha = 0.03: the minimum Gamma variate would live around exp(-1000)
+    with pytest.raises(ValueError, match="floating-point range"):
+        TruncatedDirichlet(np.full(3, 0.01), range(3), np.log(1.5))
+
+
 def test_truncated_dirichlet_far_outside_many_classes():
     """K = 5 far outside the region: the envelope's certified and measured acceptance stay high."""
     alpha = np.array([801.0, 51, 51, 51, 51])
