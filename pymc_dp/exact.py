@@ -233,15 +233,30 @@ def _tangent_rejection(n, rng, rate, length, log_accept):
 
 
 class _Family:
-    """Inverse-CDF machinery of one scalar family with elementwise parameters (flattened)."""
+    """Inverse-CDF machinery of one scalar family, parameters as flat arrays indexed by ``i``.
 
-    def cdf(self, x, i): ...
-    def sf(self, x, i): ...
-    def icdf(self, u, i): ...
-    def isf(self, s, i): ...
-    def median(self): ...
-    def tail_below(self, near, far, i, rng): ...
-    def tail_above(self, near, far, i, rng): ...
+    ``cdf``/``sf`` and their inverses ``icdf``/``isf`` evaluate at parameter indices ``i``;
+    ``tail_below``/``tail_above`` draw from the family restricted to ``[far, near]`` (below the
+    mode) or ``[near, far]`` (above it) by tangent rejection.
+    """
+
+    def cdf(self, x, i):
+        raise NotImplementedError
+
+    sf = icdf = isf = cdf
+
+    def median(self):
+        raise NotImplementedError
+
+    def tail_below(self, near, far, i, rng):
+        raise NotImplementedError
+
+    tail_above = tail_below
+
+
+def _check_decay(rate):
+    if not np.all(rate > 0):  # pragma: no cover - excluded by the log-concavity argument
+        raise RuntimeError("tangent rejection was asked for on the wrong side of the mode")
 
 
 class _Gamma(_Family):
@@ -269,7 +284,7 @@ class _Gamma(_Family):
         # the piece [far, near] lies far below the mode: h'(ln near) = a - near > 0
         a = self.a[i]
         rate = a - near
-        assert np.all(rate > 0), "tangent rejection below the mode only"
+        _check_decay(rate)
         with np.errstate(divide="ignore"):
             length = np.log(near) - np.log(far)
         # h(t) - tangent = near * (1 - e^-r - r) = -near * (r + expm1(-r))
@@ -279,7 +294,7 @@ class _Gamma(_Family):
     def tail_above(self, near, far, i, rng):
         a = self.a[i]
         rate = near - a
-        assert np.all(rate > 0), "tangent rejection above the mode only"
+        _check_decay(rate)
         with np.errstate(divide="ignore"):
             length = np.log(far) - np.log(near)
         r = _tangent_rejection(len(i), rng, rate, length, lambda r, j: -near[j] * (np.expm1(r) - r))
@@ -315,7 +330,7 @@ class _Beta(_Family):
             length = np.abs(sc.logit(far) - te)
         # h'(t) = a sigmoid(-t) - b sigmoid(t); the envelope decays away from the near end
         rate = -sign * (a * (1.0 - near) - b * near)
-        assert np.all(rate > 0), "tangent rejection away from the mode only"
+        _check_decay(rate)
         h0 = a * sc.log_expit(te) + b * sc.log_expit(-te)
 
         def log_accept(r, j):
@@ -503,9 +518,6 @@ class TruncatedDirichlet:
             self._build()
 
     # ------------------------------------------------------------------ log masses
-    def _ld(self, k_alpha, x, y):
-        return log_gamma_mass(k_alpha, x, y)
-
     def _others_sum(self, ci, u, v_scaled):
         """``sum_{k in S, k != ci} ln(F_k(v_scaled) - F_k(u))`` for cells (vectors ci, u, v_scaled)."""
         a_s = self.alpha[self.classes]
@@ -1056,7 +1068,7 @@ class _Planner:
             shape = variables[rv.name].shape
             t = np.arange(int(np.prod(shape, dtype=int)), dtype=rv.dtype).reshape(shape)
             tags.append(t)
-            recips.append((1.0 / (t + 1.0)).astype(rv.dtype))
+            recips.append((t + 1.0).astype(rv.dtype))  # a reciprocal link maps it to 1 / (tag + 1)
             rand.append(rng.uniform(0.25, 0.75, shape).astype(rv.dtype))
         by_tag, by_recip, by_rand = fn(*tags), fn(*recips), fn(*rand)
         pos = 0

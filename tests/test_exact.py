@@ -9,8 +9,8 @@ from the untruncated posterior). None of these references uses the inverse CDFs,
 split, the tangent envelopes or the cell envelope of the samplers.
 
 Statistical tests: Kolmogorov-Smirnov (one- or two-sample) at level alpha = 1e-3 each, with fixed
-seeds, so this file is deterministic. There are 44 such tests; under a fresh seed a correct sampler
-would fail at least one of them with probability at most 44 x 1e-3 = 4.4% (the declared failure
+seeds, so this file is deterministic. There are 47 such tests; under a fresh seed a correct sampler
+would fail at least one of them with probability at most 47 x 1e-3 = 4.7% (the declared failure
 rate; the tests are not independent, so this union bound is conservative). Two further tests
 check the power: the same draws must be *rejected* (p < 1e-3) against a wrong posterior.
 """
@@ -270,6 +270,28 @@ def test_gamma_exponential(prior):
     ref = grid_cdf(gamma_logpdf(shape, 1.5 + x.sum()), 1e-9, hi)
     assert ks(draws["lam"], ref) > ALPHA
     assert plan.describe()["variables"]["lam"]["prior"] == ("Gamma" if prior == "gamma" else "Exponential (as Gamma)")
+
+
+def test_gamma_exponential_public_groups():
+    """A vector of rates read through ``1 / lam[g]`` with a public group index g."""
+    rng = np.random.default_rng(9)
+    g = np.repeat([0, 1, 2], 50)
+    x = np.minimum(rng.exponential(1 / np.array([0.5, 1.0, 3.0])[g]), 2.0)
+
+    def build():
+        xd, gd = pm.Data("x", x), pm.Data("g", g)
+        lam = pm.Gamma("lam", alpha=2.0, beta=1.0, shape=3)
+        pm.Exponential("wait", lam=lam[gd], observed=xd)
+
+    pmod = make(build, {"x": pymc_dp.Interval(0.0, 2.0)}, epsilon=10.0, public=["g"])
+    plan = plan_of(pmod)
+    draws = plan.sample(DRAWS, np.random.default_rng(32))
+    assert draws["lam"].shape == (DRAWS, 3)
+    check_truncation(pmod, plan, draws)
+    lo, hi = certified_interval(pmod, "lam")
+    for k in range(3):
+        ref = grid_cdf(gamma_logpdf(2.0 + (g == k).sum(), 1.0 + x[g == k].sum()), max(lo, 1e-9), hi)
+        assert ks(draws["lam"][:, k], ref) > ALPHA
 
 
 # --------------------------------------------------------------------------- Normal mean, known sigma
