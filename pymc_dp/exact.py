@@ -63,7 +63,7 @@ from pytensor.tensor.random.basic import (
 from scipy import special as sc
 
 from pymc_dp.domains import Integers
-from pymc_dp.exceptions import NotConjugateError
+from pymc_dp.exceptions import DomainError, NotConjugateError
 from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
 
 __all__ = [
@@ -899,7 +899,12 @@ def conjugate_plan(model, constraints: Sequence, domains: Mapping[str, Any]) -> 
     Raises
     ------
     NotConjugateError
-        Naming the variable (or factor, or potential) that breaks conjugacy, and why.
+        Naming the variable (or factor, or potential) that breaks conjugacy, and why. Decided
+        from public information only (the model's structure, priors, public indices, the
+        truncation), so falling back to MCMC on it reveals nothing about the private data.
+    DomainError
+        Observed values outside the support of their likelihood (e.g. a Binomial count above n):
+        the posterior is undefined. This one depends on the data: do not fall back on it.
     """
     return _Planner(model, constraints, domains).build()
 
@@ -1054,6 +1059,9 @@ class _Planner:
                 var.prior = self._prior_params(rv, var, raw)
             except ValueError:
                 _refuse(f"the prior parameters of {rv.name!r} do not broadcast to its shape {var.shape}.")
+            for key, val in var.prior.items():
+                if not np.all(np.isfinite(val)) or (key != "mu" and np.any(val <= 0)):
+                    _refuse(f"the prior of {rv.name!r} has an invalid parameter {key}.")
         if not factors:
             return
         holders = {rv: rv.type() for rv in free}
@@ -1293,8 +1301,8 @@ class _Planner:
                 cl, b = bounds.get(r, ((), math.inf))
                 var.samplers[r] = TruncatedDirichlet(alpha[r], cl, b)
         for key, val in post.items():
-            if not np.all(np.isfinite(val)) or (key != "mu" and np.any(val <= 0)):
-                _refuse(f"the posterior of {var.name!r} is not a proper {var.family} distribution.")
+            if not np.all(np.isfinite(val)) or (key != "mu" and np.any(val <= 0)):  # pragma: no cover
+                raise DomainError(f"the posterior of {var.name!r} is not a proper {var.family} distribution.")
         var.posterior = post
 
     @staticmethod
@@ -1308,7 +1316,9 @@ class _Planner:
 
     @staticmethod
     def _outside(f: _Factor):
-        raise NotConjugateError(
+        # a DomainError, not NotConjugateError: this depends on the data, so method="auto" must not
+        # fall back to MCMC on it (the choice of sampler would then reveal it)
+        raise DomainError(
             f"factor {f.name!r}: some observed values lie outside the support of its {f.family} "
             "distribution, so the posterior is not defined (check the data, or for a Binomial that "
             "the declared domain does not exceed n)."

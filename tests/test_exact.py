@@ -679,3 +679,17 @@ def test_free_rv_read_by_no_factor_is_drawn_from_its_prior():
     assert draws["g"].shape == (DRAWS, 2)
     assert plan.describe()["variables"]["g"]["truncation"] is None
     assert ks(draws["g"][:, 1], stats.gamma(3.0, scale=0.5).cdf) > ALPHA
+
+
+def test_data_outside_the_likelihood_support_is_a_domain_error():
+    # the domain allows 0..5 but n = 3: the posterior is undefined. A DomainError, never the
+    # NotConjugateError that method="auto" would answer with MCMC (a data-dependent choice)
+    def build():
+        kd = pm.Data("k", np.array([1, 2, 5]))
+        p = pm.Beta("p", 1, 1)
+        pm.Binomial("count", n=3, p=p, observed=kd)
+
+    pmod = make(build, {"k": pymc_dp.Integers(0, 5)}, epsilon=20.0)
+    with pytest.raises(pymc_dp.DomainError, match="'count'") as info:
+        plan_of(pmod)
+    assert not isinstance(info.value, NotConjugateError)
