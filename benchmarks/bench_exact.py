@@ -108,7 +108,10 @@ def main():
     print(f"{'method':<22} {'time [s]':>10} {'min bulk ESS':>13} {'ESS/s':>12}")
     for name, t, ess, rate in rows:
         print(f"{name:<22} {t:>10.4f} {ess:>13.0f} {rate:>12.0f}")
-    print(f"\nspeed-up in ESS/s, exact over NUTS: {rate_a / rate_b:.0f}x (sampling), {rate_a_total / rate_b:.0f}x (with plan construction)")
+    print(
+        f"\nspeed-up in ESS/s, exact over NUTS: {rate_a / rate_b:.0f}x (sampling), "
+        f"{rate_a_total / rate_b:.0f}x (with plan construction)"
+    )
 
 
 if __name__ == "__main__":

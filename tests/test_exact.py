@@ -357,7 +357,9 @@ def test_truncated_gamma_tails(shape, rate, lo, hi, window):
     assert ks(x, grid_cdf(gamma_logpdf(shape, rate), *window)) > ALPHA
 
 
-@pytest.mark.parametrize("lo, hi, window", [(40.0, 41.0, (40.0, 40.5)), (-np.inf, -39.0, (-39.5, -39.0)), (-1.0, 4.0, (-1.0, 4.0))])
+@pytest.mark.parametrize(
+    "lo, hi, window", [(40.0, 41.0, (40.0, 40.5)), (-np.inf, -39.0, (-39.5, -39.0)), (-1.0, 4.0, (-1.0, 4.0))]
+)
 def test_truncated_normal_tails(lo, hi, window):
     mu, sigma = (1.0, 2.0) if lo == -1.0 else (0.0, 1.0)
     x = truncated_normal(mu, sigma, lo, hi, np.random.default_rng(20), draws=DRAWS)
