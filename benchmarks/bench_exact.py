@@ -1,0 +1,118 @@
+"""Exact conjugate sampling against NUTS on the same truncated model: effective samples per second.
+
+Naive Bayes (``naive_bayes()`` of bench_overhead.py: 16 binary features, n = 1000) is made
+private with one budget. In one run, on the same truncated model ``PrivateModel.model``:
+
+(a) exact: ``conjugate_plan`` (timed separately) then ``plan.sample`` of chains x draws iid draws;
+(b) NUTS: plain ``pm.sample(model=pmod.model, initvals=pmod._initvals, ...)``, chains x (tune +
+    draws), cores=1, after one warm-up call so that compilation is cached.
+
+Effective sample size is ArviZ's bulk ESS (``az.ess``), the minimum over every scalar parameter.
+ESS/s of the exact sampler is reported against the sampling time alone and against plan
+construction + sampling; the speed-up is exact ESS/s over NUTS ESS/s (goal >= 100).
+
+    python benchmarks/bench_exact.py [--n 1000] [--features 16] [--draws 1000] [--tune 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import pymc_dp  # noqa: E402
+from bench_overhead import naive_bayes  # noqa: E402
+from pymc_dp.exact import conjugate_plan  # noqa: E402
+
+
+def min_bulk_ess(posterior: dict[str, np.ndarray], chains: int) -> float:
+    """Minimum bulk ESS over all scalar parameters; arrays are (chains * draws, *shape)."""
+    data = {k: v.reshape(chains, -1, *v.shape[1:]) for k, v in posterior.items()}
+    ess = az.ess(az.from_dict(posterior=data), method="bulk")
+    return float(min(float(ess[k].min()) for k in ess.data_vars))
+
+
+def main():
+    warnings.filterwarnings("ignore")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="records")
+    parser.add_argument("--features", type=int, default=16, help="binary features")
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--draws", type=int, default=1000, help="draws per chain (NUTS); the exact sampler draws chains x draws")
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--epsilon-per-draw", type=float, default=20.0, help="privacy budget of one draw")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats of the exact path (median reported)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+
+    total = args.chains * args.draws
+    model, data = naive_bayes(n=args.n, m=args.features)
+    pmod = pymc_dp.make_private(model, epsilon=args.epsilon_per_draw * total, draws=total, data=data)
+    print(f"naive Bayes, n={args.n}, {args.features} features, epsilon per draw {args.epsilon_per_draw:g}")
+    for f in pmod.certificate.factors:
+        print(f"  {f.name}: {', '.join(f.truncation)}")
+
+    # (a) exact ---------------------------------------------------------------------------
+    t_plan, t_sample, ess_exact = [], [], []
+    for r in range(args.repeats):
+        t0 = time.perf_counter()
+        plan = conjugate_plan(pmod.model, pmod._constraints, pmod.domains)
+        t1 = time.perf_counter()
+        draws = plan.sample(total, np.random.default_rng(args.seed + r))
+        t2 = time.perf_counter()
+        t_plan.append(t1 - t0)
+        t_sample.append(t2 - t1)
+        ess_exact.append(min_bulk_ess(draws, args.chains))
+    tp, ts = statistics.median(t_plan), statistics.median(t_sample)
+    ess_a = statistics.median(ess_exact)
+
+    # (b) NUTS ----------------------------------------------------------------------------
+    def nuts(seed):
+        return pm.sample(
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            cores=1,
+            model=pmod.model,
+            initvals=dict(pmod._initvals),
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+
+    nuts(args.seed)  # warm-up: compilation cached
+    t0 = time.perf_counter()
+    idata = nuts(args.seed + 1)
+    t_nuts = time.perf_counter() - t0
+    post = {k: np.asarray(idata.posterior[k].values) for k in plan.variables}
+    post = {k: v.reshape(-1, *v.shape[2:]) for k, v in post.items()}
+    ess_b = min_bulk_ess(post, args.chains)
+
+    rate_a, rate_a_total, rate_b = ess_a / ts, ess_a / (tp + ts), ess_b / t_nuts
+    rows = [
+        ("exact: plan.sample", ts, ess_a, rate_a),
+        ("exact: plan + sample", tp + ts, ess_a, rate_a_total),
+        ("NUTS (pm.sample)", t_nuts, ess_b, rate_b),
+    ]
+    print(f"\n{total} draws ({args.chains} x {args.draws}; NUTS also {args.chains} x {args.tune} tune)")
+    print(f"exact plan construction: {tp * 1e3:.1f} ms (median of {args.repeats})")
+    print(f"{'method':<22} {'time [s]':>10} {'min bulk ESS':>13} {'ESS/s':>12}")
+    for name, t, ess, rate in rows:
+        print(f"{name:<22} {t:>10.4f} {ess:>13.0f} {rate:>12.0f}")
+    print(
+        f"\nspeed-up in ESS/s, exact over NUTS: {rate_a / rate_b:.0f}x (sampling), "
+        f"{rate_a_total / rate_b:.0f}x (with plan construction)"
+    )
+
+
+if __name__ == "__main__":
+    main()
