@@ -20,6 +20,7 @@ from pymc_dp.exceptions import (
     PrivacyError,
     UnsupportedFactorError,
 )
+from pymc_dp.ledger import Ledger, Spend, default_ledger_path
 from pymc_dp.units import Users
 
 __all__ = [
@@ -35,6 +36,9 @@ __all__ = [
     "Ball",
     "Box",
     "Users",
+    "Ledger",
+    "Spend",
+    "default_ledger_path",
     "PrivacyError",
     "DomainError",
     "UnsupportedFactorError",

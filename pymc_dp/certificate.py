@@ -37,6 +37,10 @@ class FactorCertificate:
     truncation: tuple[str, ...]
     solver: str
     constraints: tuple[dict, ...] = field(default=(), repr=False)
+    #: the factor's share under the equal split (None when that split is infeasible)
+    equal_share: float | None = None
+    #: the smallest constant the factor's solver can reach (0 when any share is feasible)
+    min_lipschitz: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -67,6 +71,10 @@ class Certificate:
     epsilon_basic: float | None = None
     epsilon_optimal: float | None = None
     rows_per_unit: int = 1
+    #: how Delta was split across factors: "optimised" (most prior mass kept) or "equal"
+    split: str = "equal"
+    #: the prior mass the equal split would keep (None when it is infeasible)
+    equal_split_prior_mass: float | None = None
 
     @property
     def delta_per_draw(self) -> float:
@@ -89,6 +97,8 @@ class Certificate:
             "epsilon_basic": self.epsilon_basic,
             "epsilon_optimal": self.epsilon_optimal,
             "rows_per_unit": self.rows_per_unit,
+            "split": self.split,
+            "equal_split_prior_mass": self.equal_split_prior_mass,
             "mode": self.mode,
             "versions": dict(self.versions),
             "caveats": list(self.caveats),
@@ -103,7 +113,13 @@ class Certificate:
             f"pymc_dp certificate: ({self.epsilon:.6g}, {self.delta:.3g})-DP for {self.draws} "
             f"posterior draw(s), unit={unit}, {self.composition} composition",
             f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.delta_per_draw:.6g})",
-            f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method})",
+            f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method}); "
+            f"{self.split} split of Delta"
+            + (
+                f" (an equal split keeps {self.equal_split_prior_mass:.4g})"
+                if self.split == "optimised" and self.equal_split_prior_mass is not None
+                else ""
+            ),
             "  factors:",
         ]
         if self.epsilon_optimal is not None:

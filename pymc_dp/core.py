@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import math
 import numbers
 import os
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import arviz as az
@@ -18,25 +21,31 @@ from pytensor.graph.traversal import ancestors
 from pymc_dp import accounting, lift
 from pymc_dp.certificate import Certificate, FactorCertificate
 from pymc_dp.domains import Domain
-from pymc_dp.exceptions import BudgetExceededError, DomainError, PrivacyError, UnsupportedFactorError
+from pymc_dp.exceptions import BudgetExceededError, DomainError, NotConjugateError, PrivacyError, UnsupportedFactorError
 from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.sampling import run_mcmc
 from pymc_dp.units import Users, check_unit, describe_unit
-from pymc_dp.truncate import (
-    Infeasible,
-    IntervalConstraint,
-    NormBallConstraint,
-    RegionContext,
-    prior_mass,
-    solve_factor,
-)
+from pymc_dp.ledger import Ledger, Spend, fingerprint
+from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
+from pymc_dp.truncate import RegionContext
 
 __all__ = ["private", "make_private", "PrivateModel"]
 
 #: public seed of the prior draws used for prior mass and budget splits (data-independent)
 PRIOR_SEED = 20140901
 PRIOR_DRAWS = 4000
+
+#: sampling methods of PrivateModel.sample
+METHODS = ("auto", "exact", "mcmc")
+
+MCMC_CAVEAT = (
+    "MCMC draws are approximate posterior draws; the guarantee is exact for exact draws "
+    "(JMLR 2017 Thm 8), and the released draws are chosen by a public thinning rule."
+)
+
+#: pm.sample keywords that mean something to every method (the rest only to MCMC)
+_GENERAL_SAMPLE_KWARGS = {"progressbar", "cores", "compute_convergence_checks"}
 
 _FORBIDDEN_SAMPLE_KWARGS = {
     "draws": "set `draws` in private(...): it is part of the privacy budget",
@@ -56,6 +65,25 @@ def _versions() -> dict[str, str]:
         "arviz": az.__version__,
         "numpy": np.__version__,
     }
+
+
+#: budget splits (DESIGN.md 5.2): maximise the prior mass kept, or equal shares
+SPLITS = ("optimised", "equal")
+
+
+def _float_or_none(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def _check_ledger(ledger):
+    """``"default"`` (a ledger in the user's data directory, opened at the first release), a
+    :class:`~pymc_dp.ledger.Ledger`, or ``None`` (no ledger: nothing is recorded)."""
+    if ledger is None or isinstance(ledger, Ledger) or (isinstance(ledger, str) and ledger == "default"):
+        return ledger
+    raise PrivacyError(
+        f"ledger={ledger!r} is not a budget ledger; pass pymc_dp.Ledger(path, epsilon=..., delta=...), "
+        "'default' (the default ledger in your data directory) or None (record nothing)."
+    )
 
 
 def _check_budget(epsilon, delta, draws, unit, bounds):
@@ -96,10 +124,15 @@ class PrivateModel:
         unit: str | Users = "record",
         bounds: Mapping[str, Any] | None = None,
         public: Sequence[str] = (),
+        split: str = "optimised",
+        ledger: Ledger | None | str = "default",
     ):
         if not isinstance(model, pm.Model):
             raise TypeError(f"expected a pm.Model, got {type(model).__name__}")
         _check_budget(epsilon, delta, draws, unit, bounds)
+        if split not in SPLITS:
+            raise PrivacyError(f"split={split!r} is not a budget split; use one of {list(SPLITS)}.")
+        self._ledger_arg = _check_ledger(ledger)
         self._user_model = model
         self.draws = int(draws)
         self.unit = unit
@@ -125,18 +158,19 @@ class PrivateModel:
         self.delta = float(delta)
         if bounds is None:
             eps0 = accounting.per_draw_epsilon(epsilon, delta, draws)
-            shares = lift.split_budget(eps0 / 2.0, reads, unit)
-            regions = self._solve(ctx, shares, eps0)
+            budget_split = self._split(ctx, eps0, split)
+            regions = dict(budget_split.regions)
             lipschitz = {name: r.share for name, r in regions.items()}
+            mass, mass_method = budget_split.prior_mass, budget_split.prior_mass_method
             mode = "budget"
         else:
             regions, lipschitz = self._certify_bounds(ctx, bounds)
             eps0 = lift.epsilon_per_draw_from_delta(lift.lift(lipschitz, reads, unit))
+            budget_split = None  # the truncation is the user's: there is nothing to split
             mode = "bounds"
         guarantee = accounting.compose(eps0, draws, delta)
         constraints = [c for r in regions.values() for c in r.constraints]
         self._constraints = tuple(constraints)
-        mass, mass_method = prior_mass(constraints, ctx) if constraints else (1.0, "exact")
 
         factor_exprs = {f.name: f.lipschitz(self.domains) for f in self.factors}
         self.model, self._initvals = rewrite_model(model, constraints, ctx, factor_exprs)
@@ -160,9 +194,13 @@ class PrivateModel:
                     truncation=tuple(c.describe() for c in regions[f.name].constraints),
                     solver=regions[f.name].solver,
                     constraints=tuple(c.to_dict() for c in regions[f.name].constraints),
+                    equal_share=_float_or_none(budget_split and budget_split.equal_shares.get(f.name)),
+                    min_lipschitz=_float_or_none(budget_split and budget_split.min_shares.get(f.name)),
                 )
                 for f in self.factors
             ),
+            split=budget_split.method if budget_split else "none",
+            equal_split_prior_mass=_float_or_none(budget_split and budget_split.equal_prior_mass),
             domains={k: d.to_dict() for k, d in self.domains.items()},
             public=tuple(self.public),
             composition=guarantee.method,
@@ -170,11 +208,10 @@ class PrivateModel:
             epsilon_optimal=None if guarantee.epsilon_optimal is None else float(guarantee.epsilon_optimal),
             mode=mode,
             versions=_versions(),
-            caveats=(
-                "MCMC draws are approximate posterior draws; the guarantee is exact for exact draws "
-                "(JMLR 2017 Thm 8), and the released draws are chosen by a public thinning rule.",
-            ),
         )
+        private_values = {v.name: np.asarray(v.get_value()) for v in self.model.data_vars if v.name in self.domains}
+        #: the ledger's name for this dataset: a hash of the private data, never released
+        self.dataset_id = fingerprint(private_values, self.certificate.domains, describe_unit(unit))
 
     # ------------------------------------------------------------------ checks
     @staticmethod
@@ -243,29 +280,29 @@ class PrivateModel:
         if isinstance(self.unit, Users) and lengths:
             self.unit.check_rows(next(iter(lengths.values())))
 
-    def _solve(self, ctx, shares, eps0):
-        regions, infeasible = {}, {}
-        for f in self.factors:
-            try:
-                regions[f.name] = solve_factor(f, shares[f.name], ctx)
-            except Infeasible as err:
-                infeasible[f.name] = err.min_lipschitz
-        if infeasible:
-            mins = {name: infeasible.get(name, regions[name].min_lipschitz if name in regions else 0.0) or 0.0 for name in shares}
+    def _split(self, ctx, eps0: float, split: str) -> BudgetSplit:
+        """Per-factor shares of ``Delta = eps0 / 2`` and the regions they give (DESIGN.md 5.2).
+
+        A user unit is ``m`` records: its factors share ``Delta / m`` as records do.
+        """
+        delta_record = eps0 / 2.0 / lift.rows_per_unit(self.unit)
+        try:
+            return choose_split(self.factors, delta_record, lift.base_unit(self.unit), ctx, optimise=split == "optimised")
+        except InfeasibleBudget as err:
             reads = {f.name: f.reads for f in self.factors}
             eps_min = accounting.compose(
-                lift.epsilon_per_draw_from_delta(lift.lift(mins, reads, self.unit)), self.draws, self.delta
+                lift.epsilon_per_draw_from_delta(lift.lift(err.mins, reads, self.unit)), self.draws, self.delta
             ).epsilon
-            name, m = next(iter(infeasible.items()))
+            name = max(err.mins, key=err.mins.get)
             family = next(f.family for f in self.factors if f.name == name)
             raise BudgetExceededError(
                 f"the budget cannot be met: factor {name!r} ({family}) has a per-record constant of at "
-                f"least {m:.4g} for every parameter value, but its share of the budget is "
-                f"{shares[name]:.4g}. The smallest achievable epsilon for {self.draws} draw(s) with "
-                f"unit={self.unit!r} is at least {eps_min:.4g}; raise epsilon, lower draws, or remodel "
-                "the factor (e.g. Bernoulli records instead of one Binomial count)."
-            )
-        return regions
+                f"least {err.mins[name]:.4g} for every parameter value, and the factors' smallest "
+                f"constants lift to a per-draw loss above the budget's Delta = {eps0 / 2:.4g}. The "
+                f"smallest achievable epsilon for {self.draws} draw(s) with unit={self.unit!r} is at "
+                f"least {eps_min:.4g}; raise epsilon, lower draws, or remodel the factor (e.g. "
+                "Bernoulli records instead of one Binomial count)."
+            ) from None
 
     def _certify_bounds(self, ctx, bounds):
         raise NotImplementedError(
@@ -281,9 +318,27 @@ class PrivateModel:
                 names.append(det.name)
         return names
 
+    # ------------------------------------------------------------------ ledger
+    @property
+    def ledger(self) -> Ledger | None:
+        """The budget ledger releases are recorded in (None: not recorded)."""
+        if isinstance(self._ledger_arg, str):  # "default": opened at first use
+            self._ledger_arg = Ledger()
+        return self._ledger_arg
+
+    def spent(self) -> Spend | None:
+        """What the ledger has recorded for this model's private data, domains and unit."""
+        return None if self.ledger is None else self.ledger.spent(self.dataset_id)
+
+    def remaining(self) -> tuple[float, float] | None:
+        """The ledger's remaining ``(epsilon, delta)`` for this dataset (inf: no total)."""
+        return None if self.ledger is None else self.ledger.remaining(self.dataset_id)
+
     # ------------------------------------------------------------------ sampling
     def _chains(self, chains):
         if chains is not None:
+            if isinstance(chains, bool) or not isinstance(chains, numbers.Integral) or chains < 1:
+                raise ValueError(f"chains={chains!r} must be an integer >= 1")
             if self.draws % int(chains):
                 raise ValueError(
                     f"chains={chains} does not divide draws={self.draws}: every chain must release the "
@@ -293,55 +348,197 @@ class PrivateModel:
         default = max(2, min(4, os.cpu_count() or 1))
         return max(c for c in range(1, default + 1) if self.draws % c == 0)
 
-    def sample(self, *, chains: int | None = None, tune: int = 1000, thin: int = 1, **kwargs) -> az.InferenceData:
+    @property
+    def conjugate_plan(self):
+        """The exact sampler of the truncated model, or None when it has none (see
+        :attr:`exact_unavailable`). Decided from the model's structure, the truncation and
+        the domains only -- never from the data values -- so the choice of sampler leaks nothing."""
+        if not hasattr(self, "_plan"):
+            from pymc_dp.exact import conjugate_plan
+
+            try:
+                self._plan, self._plan_refusal = conjugate_plan(self.model, self._constraints, self.domains), None
+            except NotConjugateError as err:
+                self._plan, self._plan_refusal = None, err
+        return self._plan
+
+    @property
+    def exact_unavailable(self) -> str | None:
+        """Why there is no exact sampler (None when there is one)."""
+        return None if self.conjugate_plan is not None else str(self._plan_refusal)
+
+    def _use_exact(self, method: str, mcmc_kwargs: dict) -> bool:
+        if method not in METHODS:
+            raise ValueError(f"method={method!r} is not a sampling method; use one of {list(METHODS)}.")
+        if method == "mcmc":
+            return False
+        if self.conjugate_plan is None:
+            if method == "exact":
+                raise self._plan_refusal
+            return False
+        if method == "auto" and mcmc_kwargs:
+            warnings.warn(
+                f"method='auto' uses the exact conjugate sampler for this model; the MCMC keyword "
+                f"argument(s) {sorted(mcmc_kwargs)} are ignored. Pass method='mcmc' to use them.",
+                UserWarning,
+                stacklevel=3,
+            )
+        return True
+
+    def sample(
+        self,
+        *,
+        method: str = "auto",
+        chains: int | None = None,
+        tune: int | None = None,
+        thin: int = 1,
+        random_seed: Any = None,
+        **kwargs: Any,
+    ) -> az.InferenceData:
         """Release ``draws`` posterior draws of the truncated model.
+
+        The release is charged to the budget ledger *before* anything runs on the private data
+        (a release that would overspend raises :class:`BudgetExceededError`, and nothing is
+        sampled); a release that fails after it started stays charged.
 
         Parameters
         ----------
+        method : {"auto", "exact", "mcmc"}
+            ``"exact"``: iid draws from the truncated conjugate posterior (the guarantee is then
+            exact); it raises :class:`NotConjugateError` when the model has no exact sampler.
+            ``"mcmc"``: :func:`pymc.sample` on the rewritten model. ``"auto"``: exact when
+            available, else MCMC; the choice depends on the model, never on the data values.
         chains : int, optional
             Number of chains; it must divide ``draws``. Default: the largest divisor of
-            ``draws`` that is at most PyMC's default.
-        tune : int
-            Warm-up iterations per chain (never released).
+            ``draws`` that is at most PyMC's default. Exact draws are laid out in the same
+            ``(chain, draw)`` shape.
+        tune : int, optional
+            MCMC warm-up iterations per chain (never released); default 1000.
         thin : int
-            Keep every ``thin``-th draw of each chain: a public, data-independent rule.
+            MCMC: keep every ``thin``-th draw of each chain, a public, data-independent rule.
+        random_seed : int, optional
+            Makes the release reproducible. Keep it secret: whoever knows the seed and the
+            algorithm can recompute the draws for candidate datasets.
         **kwargs
-            Passed to :func:`pymc.sample` (``cores``, ``random_seed``, ``progressbar``,
-            ``nuts_sampler``, ``target_accept``, ``initvals``, ...).
+            Passed to :func:`pymc.sample` (``cores``, ``progressbar``, ``nuts_sampler``,
+            ``target_accept``, ``initvals``, ...).
 
         Returns
         -------
         az.InferenceData
             Only a ``posterior`` group with ``draws`` draws of the free RVs (and of the
-            Deterministics that read no private data), and the certificate as JSON in
-            ``attrs["pymc_dp"]``.
+            Deterministics that read no private data), and the certificate and the release's
+            public facts as JSON in ``attrs["pymc_dp"]``.
         """
         for key, why in _FORBIDDEN_SAMPLE_KWARGS.items():
             if key in kwargs:
                 raise TypeError(f"sample() does not take {key!r}: {why}.")
-        if int(thin) < 1:
-            raise ValueError("thin must be >= 1")
+        if isinstance(thin, bool) or not isinstance(thin, numbers.Integral) or thin < 1:
+            raise ValueError(f"thin={thin!r} must be an integer >= 1")
         chains = self._chains(chains)
-        per_chain = self.draws // chains
-        initvals = dict(self._initvals)
-        user_init = kwargs.pop("initvals", None)
-        if isinstance(user_init, Mapping):
-            initvals.update(user_init)
-        posterior = run_mcmc(
-            self.model, draws_per_chain=per_chain * int(thin), tune=tune, chains=chains, initvals=initvals, **kwargs
+        mcmc_kwargs = {k: v for k, v in kwargs.items() if k not in _GENERAL_SAMPLE_KWARGS}
+        if tune is not None:
+            mcmc_kwargs["tune"] = tune
+        if thin != 1:
+            mcmc_kwargs["thin"] = thin
+        exact = self._use_exact(method, mcmc_kwargs)
+        ledger = self.ledger  # opened (or refused with LedgerError) before anything runs
+        release = {"method": "exact" if exact else "mcmc", "chains": chains, "draws_per_chain": self.draws // chains}
+        if exact:
+            release.update(sampler="exact conjugate", plan=self.conjugate_plan.describe())
+        else:
+            release.update(
+                sampler=str(kwargs.get("nuts_sampler", "pymc")),
+                tune=1000 if tune is None else int(tune),
+                thin=int(thin),
+                caveat=MCMC_CAVEAT,
+            )
+        spending = (
+            ledger.spend(self.dataset_id, self.certificate.epsilon, self.certificate.delta, description=self._spend_note(release))
+            if ledger is not None
+            else contextlib.nullcontext()
         )
-        return self._release(posterior, int(thin))
+        with spending:
+            if exact:
+                posterior = self._sample_exact(chains, random_seed)
+            else:
+                initvals = dict(self._initvals)
+                user_init = kwargs.pop("initvals", None)
+                if isinstance(user_init, Mapping):
+                    initvals.update(user_init)
+                posterior = run_mcmc(
+                    self.model,
+                    draws_per_chain=self.draws // chains * int(thin),
+                    tune=1000 if tune is None else int(tune),
+                    chains=chains,
+                    initvals=initvals,
+                    random_seed=random_seed,
+                    **kwargs,
+                )
+                posterior = posterior.isel(draw=slice(int(thin) - 1, None, int(thin)))
+            if ledger is not None:
+                spend = ledger.spent(self.dataset_id)  # this release included (pending counts)
+                release["ledger"] = {
+                    "spent_epsilon": spend.epsilon,
+                    "spent_delta": spend.delta,
+                    "releases": spend.releases + spend.pending + spend.failed,
+                    "total_epsilon": ledger.epsilon,
+                    "total_delta": ledger.delta,
+                }
+            else:
+                release["ledger"] = None
+            return self._release(posterior, release)
 
-    def _release(self, posterior: xr.Dataset, thin: int) -> az.InferenceData:
-        kept = posterior[self._released_names].isel(draw=slice(thin - 1, None, thin))
-        kept = kept.assign_coords(draw=np.arange(kept.sizes["draw"]))
+    def _spend_note(self, release: dict) -> dict:
+        """What the ledger row says about the release: public facts only."""
+        return {
+            "epsilon_per_draw": self.certificate.epsilon_per_draw,
+            "draws": self.draws,
+            "unit": describe_unit(self.unit),
+            "factors": [f.name for f in self.certificate.factors],
+            "method": release["method"],
+            "pymc_dp": self.certificate.versions["pymc_dp"],
+        }
+
+    def _sample_exact(self, chains: int, random_seed: Any) -> xr.Dataset:
+        rng = random_seed if isinstance(random_seed, np.random.Generator) else np.random.default_rng(random_seed)
+        draws = self.conjugate_plan.sample(self.draws, rng)
+        values = {name: np.asarray(draws[name]) for name in self.conjugate_plan.variables}
+        dets = [d for d in self._released_names if d not in values]
+        if dets:
+            values.update(self._deterministics(dets, values))
+        per_chain = self.draws // chains
+        data_vars, coords = {}, {"chain": np.arange(chains), "draw": np.arange(per_chain)}
+        for name, v in values.items():
+            # the dims PyMC gives the same variable: the model's, else "<name>_dim_<i>"
+            dims = tuple(self.model.named_vars_to_dims.get(name, ())) or tuple(
+                f"{name}_dim_{i}" for i in range(v.ndim - 1)
+            )
+            data_vars[name] = (("chain", "draw", *dims), v.reshape((chains, per_chain) + v.shape[1:]))
+            for i, dim in enumerate(dims):
+                labels = self.model.coords.get(dim)
+                coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
+        return xr.Dataset(data_vars, coords=coords)
+
+    def _deterministics(self, names: list[str], values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Released Deterministics (functions of free RVs only), evaluated draw by draw."""
+        free = [rv for rv in self.model.free_RVs if rv.name in values]
+        outs = [self.model[name] for name in names]
+        fn = pytensor.function(free, outs, on_unused_input="ignore")
+        rows = [fn(*(values[rv.name][i] for rv in free)) for i in range(self.draws)]
+        return {name: np.stack([np.asarray(r[j]) for r in rows]) for j, name in enumerate(names)}
+
+    def _release(self, posterior: xr.Dataset, release: dict) -> az.InferenceData:
+        kept = posterior[self._released_names]
+        kept = kept.assign_coords(draw=np.arange(kept.sizes["draw"]), chain=np.arange(kept.sizes["chain"]))
         # rebuilt from scratch so that no attribute of the sampler run travels with it
         data_vars = {name: (kept[name].dims, np.asarray(kept[name].values)) for name in self._released_names}
         coords = {k: np.asarray(v.values) for k, v in kept.coords.items()}
-        released = xr.Dataset(data_vars, coords=coords, attrs={"pymc_dp": self.certificate.to_json()})
+        payload = json.dumps({**self.certificate.to_dict(), "release": release}, sort_keys=True)
+        released = xr.Dataset(data_vars, coords=coords, attrs={"pymc_dp": payload})
         assert released.sizes["chain"] * released.sizes["draw"] == self.draws
         idata = az.InferenceData(posterior=released)
-        idata.attrs["pymc_dp"] = self.certificate.to_json()
+        idata.attrs["pymc_dp"] = payload
         return idata
 
     def __repr__(self):
@@ -358,10 +555,21 @@ def make_private(
     unit: str | Users = "record",
     bounds: Mapping[str, Any] | None = None,
     public: Sequence[str] = (),
+    split: str = "optimised",
+    ledger: Ledger | None | str = "default",
 ) -> PrivateModel:
     """Make an existing PyMC model private; see :func:`private` for the keywords."""
     return PrivateModel(
-        model, epsilon=epsilon, draws=draws, data=data, delta=delta, unit=unit, bounds=bounds, public=public
+        model,
+        epsilon=epsilon,
+        draws=draws,
+        data=data,
+        delta=delta,
+        unit=unit,
+        bounds=bounds,
+        public=public,
+        split=split,
+        ledger=ledger,
     )
 
 
@@ -374,6 +582,8 @@ def private(
     unit: str | Users = "record",
     bounds: Mapping[str, Any] | None = None,
     public: Sequence[str] = (),
+    split: str = "optimised",
+    ledger: Ledger | None | str = "default",
 ) -> Callable[[Callable[..., pm.Model]], Callable[..., PrivateModel]]:
     """Decorate a function that builds and returns a ``pm.Model``.
 
@@ -397,6 +607,15 @@ def private(
         Explicit truncation instead of a budget (not implemented yet).
     public : sequence of str
         ``pm.Data`` containers that are not private.
+    split : {"optimised", "equal"}
+        How the per-draw loss is shared among the factors: the split that keeps the most prior
+        mass (DESIGN.md 5.2; the equal split's mass is reported beside it), or equal shares.
+    ledger : Ledger, "default" or None
+        Where releases are recorded and charged. ``"default"``: a ledger in your data
+        directory (``PYMC_DP_LEDGER`` overrides the path) with no total, which records every
+        release so that the cumulative spend on a dataset is visible across sessions.
+        ``pymc_dp.Ledger(path, epsilon=total, delta=total)`` also refuses releases that would
+        overspend the total. ``None``: nothing is recorded.
 
     Returns
     -------
@@ -420,7 +639,16 @@ def private(
         def wrapper(*args, **kwargs) -> PrivateModel:
             model = build(*args, **kwargs)
             return make_private(
-                model, epsilon=epsilon, draws=draws, data=data, delta=delta, unit=unit, bounds=bounds, public=public
+                model,
+                epsilon=epsilon,
+                draws=draws,
+                data=data,
+                delta=delta,
+                unit=unit,
+                bounds=bounds,
+                public=public,
+                split=split,
+                ledger=ledger,
             )
 
         return wrapper

@@ -36,6 +36,7 @@ from pymc.model.fgraph import (
 )
 from pymc.pytensorf import toposort_replace
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
 
 from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
 
@@ -157,10 +158,12 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         # L is written in the user's model variables: map them into the fgraph
         # graph_replace, not clone_replace: the replacements must stay the fgraph's own nodes
         # (a cloned ModelFreeRV would register its RV's name a second time)
+        # only the model variables L reaches, up to the first free RV on each path (graph_replace
+        # refuses keys outside the graph, and a free RV's own prior graph is the fgraph's already)
+        model_vars = _graph_inputs_and_rvs(model)
+        reached = set(ancestors([L], blockers=[v for v in model_vars if v.owner is not None]))
         mapped = graph_replace(
-            L,
-            {k: _unwrap_named(v) for k, v in memo.items() if k in _graph_inputs_and_rvs(model)},
-            strict=False,
+            L, {k: _unwrap_named(v) for k, v in memo.items() if k in model_vars and k in reached}, strict=False
         )
         pot = model_potential(pt.switch(pt.le(mapped, c.bound), 0.0, -np.inf))
         pot.name = f"{c.factor}__dp_theta_L"

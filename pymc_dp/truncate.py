@@ -190,8 +190,11 @@ class RegionContext:
 
     # ------------------------------------------------------------------ model queries
     def free_rvs_of(self, expr) -> list[str]:
+        """The free RVs ``expr`` reads directly: the walk stops at free RVs, so a hierarchical
+        prior's hyperparameters (``p ~ Beta(a, 1)``) are not counted as read by ``expr``."""
+
         def build():
-            anc = set(ancestors([expr]))
+            anc = set(ancestors([expr], blockers=list(self.free.values())))
             return [name for name, rv in self.free.items() if rv in anc]
 
         return list(self.cached(self.key(expr, "free_rvs"), build))

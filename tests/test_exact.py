@@ -529,7 +529,7 @@ def test_exact_audit_holds_for_the_released_draws():
     For the worst-case neighbouring datasets (k and k+1 ones out of n), the exact draws follow the
     closed-form truncated Beta posterior whose log-ratio the audit bounds by the claimed epsilon.
     """
-    from test_privacy_claim import _interval, _log_trunc_beta
+    from tests.test_privacy_claim import _interval, _log_trunc_beta
 
     n, eps = 300, 1.0
     lo, hi, claimed = _interval(n, eps)

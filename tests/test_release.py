@@ -111,7 +111,13 @@ def test_release_holds_only_truncated_posterior_draws(released):
     expected = {rv.name for rv in model.free_RVs} | ({"w_norm"} if "w_norm" in model.named_vars else set())
     assert set(post.data_vars) == expected  # no aux variables, no data-reading Deterministic
     assert set(post.attrs) == {"pymc_dp"}
-    assert json.loads(idata.attrs["pymc_dp"]) == pmod.certificate.to_dict()
+    payload = json.loads(idata.attrs["pymc_dp"])
+    release = payload.pop("release")
+    assert payload == pmod.certificate.to_dict()
+    assert release["method"] == ("exact" if pmod.conjugate_plan is not None else "mcmc")
+    assert release["chains"] * release["draws_per_chain"] == pmod.certificate.draws
+    assert ("caveat" in release) == (release["method"] == "mcmc")
+    assert post.attrs["pymc_dp"] == idata.attrs["pymc_dp"]
     for f in pmod.certificate.factors:
         for c in f.constraints:
             assert _satisfies(c, post[c["var"]].values), c
