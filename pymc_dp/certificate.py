@@ -75,6 +75,10 @@ class Certificate:
     split: str = "equal"
     #: the prior mass the equal split would keep (None when it is infeasible)
     equal_split_prior_mass: float | None = None
+    #: what ``sample(method="auto")`` uses: "exact" (iid truncated conjugate draws) or "mcmc"
+    sampler: str = "mcmc"
+    #: why there is no exact sampler (structure only, no data), None when there is one
+    exact_unavailable: str | None = None
 
     @property
     def delta_per_draw(self) -> float:
@@ -99,6 +103,8 @@ class Certificate:
             "rows_per_unit": self.rows_per_unit,
             "split": self.split,
             "equal_split_prior_mass": self.equal_split_prior_mass,
+            "sampler": self.sampler,
+            "exact_unavailable": self.exact_unavailable,
             "mode": self.mode,
             "versions": dict(self.versions),
             "caveats": list(self.caveats),
@@ -134,6 +140,11 @@ class Certificate:
             )
             for t in f.truncation:
                 lines.append(f"      truncation: {t}")
+        lines.append(
+            "  sampler: exact (iid draws of the truncated conjugate posterior)"
+            if self.sampler == "exact"
+            else "  sampler: MCMC (no exact sampler for this model)"
+        )
         for c in self.caveats:
             lines.append(f"  caveat: {c}")
         return "\n".join(lines)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import math
@@ -208,6 +209,14 @@ class PrivateModel:
             epsilon_optimal=None if guarantee.epsilon_optimal is None else float(guarantee.epsilon_optimal),
             mode=mode,
             versions=_versions(),
+        )
+        # the sampler method="auto" will use: decided from structure, truncation and domains only
+        sampler = "exact" if self.conjugate_plan is not None else "mcmc"
+        self.certificate = dataclasses.replace(
+            self.certificate,
+            sampler=sampler,
+            exact_unavailable=self.exact_unavailable,
+            caveats=self.certificate.caveats + ((MCMC_CAVEAT,) if sampler == "mcmc" else ()),
         )
         private_values = {v.name: np.asarray(v.get_value()) for v in self.model.data_vars if v.name in self.domains}
         #: the ledger's name for this dataset: a hash of the private data, never released
@@ -542,7 +551,8 @@ class PrivateModel:
         return idata
 
     def __repr__(self):
-        return f"<PrivateModel {self.certificate.epsilon:.4g}-DP, {self.draws} draws>\n{self.certificate}"
+        c = self.certificate
+        return f"<PrivateModel ({c.epsilon:.4g}, {c.delta:.3g})-DP, {self.draws} draws>\n{c}"
 
 
 def make_private(

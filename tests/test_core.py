@@ -216,3 +216,13 @@ def test_exact_release_keeps_pymc_dims_and_coords():
     assert exact.posterior["eta"].dims == ("chain", "draw", "eta_dim_0", "eta_dim_1")
     th = exact.posterior["theta"].values
     np.testing.assert_allclose(exact.posterior["gap"].values, th[..., 1, :] - th[..., 0, :], atol=1e-12)
+
+
+def test_certificate_says_which_sampler_auto_uses():
+    conj = pymc_dp.make_private(coin(), epsilon=2.0, draws=2, data=BINARY, ledger=None).certificate
+    assert conj.sampler == "exact" and conj.exact_unavailable is None
+    assert not any("MCMC" in c for c in conj.caveats)
+    lr = pymc_dp.make_private(logistic(), epsilon=20.0, draws=2, data=LOGISTIC, ledger=None).certificate
+    assert lr.sampler == "mcmc" and "'w'" in lr.exact_unavailable
+    assert any("MCMC draws are approximate" in c for c in lr.caveats)
+    assert "sampler: MCMC" in str(lr)
