@@ -68,12 +68,16 @@ def check_backend(nuts_sampler: str) -> None:
     """
     if nuts_sampler not in BACKENDS:
         raise ValueError(f"nuts_sampler={nuts_sampler!r} is not one of {sorted(BACKENDS)}.")
-    for module in BACKENDS[nuts_sampler]:
+    # PyMC's JAX module first: on import it asks XLA for many host devices (one per chain), which
+    # only takes effect before JAX starts its backend -- and importing blackjax starts it
+    modules = ("pymc.sampling.jax", *BACKENDS[nuts_sampler]) if _EXTRA.get(nuts_sampler) == "jax" else BACKENDS[nuts_sampler]
+    for module in modules:
         try:
             importlib.import_module(module)
         except ImportError as err:
+            missing = (err.name or module).split(".")[0]
             raise ImportError(
-                f"nuts_sampler={nuts_sampler!r} needs the package {module!r}, which is not installed "
+                f"nuts_sampler={nuts_sampler!r} needs the package {missing!r}, which is not installed "
                 f'(or fails to import: {err}). Install it with: pip install "pymc-dp[{_EXTRA[nuts_sampler]}]"'
             ) from err
     if nuts_sampler == "blackjax":
@@ -144,6 +148,8 @@ def run_mcmc(
             model, draws=draws_per_chain, tune=tune, chains=chains, initvals=initvals, **kwargs
         )
     else:
+        if nuts_sampler == "blackjax":
+            kwargs["nuts_sampler_kwargs"] = _blackjax_chain_method(kwargs.get("nuts_sampler_kwargs"), chains)
         kwargs.setdefault("compute_convergence_checks", False)
         kwargs.setdefault("progressbar", False)
         idata = pm.sample(
@@ -157,6 +163,22 @@ def run_mcmc(
         )
         posterior = idata.posterior
     return posterior_only(posterior, model)
+
+
+def _blackjax_chain_method(sampler_kwargs, chains: int) -> dict:
+    """Run blackjax's chains vectorised when JAX has fewer devices than chains.
+
+    PyMC maps blackjax chains over devices (``pmap``) and asks XLA for enough host devices when
+    it is imported; if JAX was started before that (importing blackjax or any JAX computation
+    does it), there is one CPU device and ``pmap`` over two chains fails ("cannot select an axis
+    to squeeze out"). numpyro falls back to sequential chains by itself.
+    """
+    import jax
+
+    sampler_kwargs = dict(sampler_kwargs or {})
+    if "chain_method" not in sampler_kwargs and chains > jax.local_device_count():
+        sampler_kwargs["chain_method"] = "vectorized"
+    return sampler_kwargs
 
 
 def _sample_nutpie(model, *, draws, tune, chains, initvals, **kwargs) -> xr.Dataset:

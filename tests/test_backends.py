@@ -209,3 +209,46 @@ def test_blackjax_too_new_for_pymc_is_refused(monkeypatch):
 def test_unknown_backend_is_refused():
     with pytest.raises(ValueError, match="nuts_sampler"):
         _pmod("beta_bernoulli").sample(nuts_sampler="stan", **SAMPLE)
+
+
+def test_blackjax_chains_run_vectorised_when_jax_has_one_device(monkeypatch):
+    jax = pytest.importorskip("jax")
+    monkeypatch.setattr(jax, "local_device_count", lambda: 1)
+    assert sampling._blackjax_chain_method(None, chains=2) == {"chain_method": "vectorized"}
+    assert sampling._blackjax_chain_method({"chain_method": "parallel"}, chains=2) == {"chain_method": "parallel"}
+    assert sampling._blackjax_chain_method({}, chains=1) == {}
+    monkeypatch.setattr(jax, "local_device_count", lambda: 100)
+    assert sampling._blackjax_chain_method({"step_size": 0.1}, chains=4) == {"step_size": 0.1}
+
+
+@pytest.mark.slow
+def test_blackjax_after_jax_started_elsewhere(tmp_path):
+    # importing blackjax (or any JAX computation) before PyMC's JAX module leaves one CPU
+    # device; PyMC's pmap over two chains then failed with "cannot select an axis to squeeze out"
+    _need("blackjax")
+    import os
+    import subprocess
+    import textwrap
+
+    script = tmp_path / "jax_first.py"
+    script.write_text(textwrap.dedent(
+        """
+        import jax.numpy as jnp
+        import blackjax  # noqa: F401  (starts JAX's backend with one CPU device)
+        jnp.zeros(1).block_until_ready()
+        import numpy as np, pymc as pm, pymc_dp
+        with pm.Model() as model:
+            xd = pm.Data("x", np.array([0, 1, 1, 0, 1]))
+            p = pm.Beta("p", 1, 1)
+            pm.Bernoulli("obs", p=p, observed=xd)
+        pmod = pymc_dp.make_private(model, epsilon=2.0, draws=4, data={"x": pymc_dp.Binary()})
+        idata = pmod.sample(nuts_sampler="blackjax", tune=100, chains=2, random_seed=1, progressbar=False)
+        assert idata.posterior["p"].shape == (2, 2)
+        print("OK")
+        """
+    ))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    env.pop("XLA_FLAGS", None)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0 and "OK" in out.stdout, out.stderr[-3000:]
