@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import sys
 import warnings
 from typing import Any, Mapping
 
@@ -75,10 +76,17 @@ def check_backend(nuts_sampler: str) -> None:
         try:
             importlib.import_module(module)
         except ImportError as err:
-            missing = (err.name or module).split(".")[0]
+            extra = f'pip install "pymc-dp[{_EXTRA[nuts_sampler]}]"'
+            if isinstance(err, ModuleNotFoundError) or sys.modules.get(err.name or "", False) is None:
+                missing = (err.name or module).split(".")[0]
+                raise ImportError(
+                    f"nuts_sampler={nuts_sampler!r} needs the package {missing!r}, which is not "
+                    f"installed. Install it with: {extra}"
+                ) from err
             raise ImportError(
-                f"nuts_sampler={nuts_sampler!r} needs the package {missing!r}, which is not installed "
-                f'(or fails to import: {err}). Install it with: pip install "pymc-dp[{_EXTRA[nuts_sampler]}]"'
+                f"nuts_sampler={nuts_sampler!r}: {module!r} is installed but fails to import ({err}); "
+                f"the installed versions are probably incompatible. Reinstall the tested versions "
+                f"with: {extra}"
             ) from err
     if nuts_sampler == "blackjax":
         version = importlib.metadata.version("blackjax")
