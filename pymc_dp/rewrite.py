@@ -142,13 +142,8 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
             w_expr = w_expr.astype(rv.dtype)
         w_det = model_deterministic(w_expr, *dims)
         w_det.name = name
-        # prior density of w, polar Jacobian (d-1) ln rho, and ln |d rho / d t|, with
-        # ln rho = ln B - softplus(-t) and ln |d rho / d t| = ln B - softplus(-t) - softplus(t):
-        #   (d - 1) ln rho + ln |d rho / d t| = d ln rho - softplus(t).
-        # Written with softplus, not pt.log(rho): the same number, but it stays finite (with a
-        # finite gradient) where sigmoid(t) underflows to 0 (t < -745), instead of -inf.
-        log_rho = math.log(radius) - pt.softplus(-t)
-        log_jac = d * log_rho - pt.softplus(t)
+        # prior density of w, polar Jacobian (d-1) ln rho, and ln |d rho / d t|
+        log_jac = (d - 1) * pt.log(rho) + math.log(radius) - pt.softplus(-t) - pt.softplus(t)
         pot = model_potential(pm.logp(rv, w_expr).sum() + log_jac)
         pot.name = name + AUX_SUFFIXES[2]
         replacements.append((node.outputs[0], w_det))
