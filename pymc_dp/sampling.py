@@ -56,6 +56,9 @@ _NUTPIE_IGNORED = {
 }
 
 
+_import_module = importlib.import_module  # patched in tests
+
+
 def check_backend(nuts_sampler: str) -> None:
     """Raise a clear error if ``nuts_sampler`` is unknown or its packages are missing or unusable.
 
@@ -74,7 +77,7 @@ def check_backend(nuts_sampler: str) -> None:
     modules = ("pymc.sampling.jax", *BACKENDS[nuts_sampler]) if _EXTRA.get(nuts_sampler) == "jax" else BACKENDS[nuts_sampler]
     for module in modules:
         try:
-            importlib.import_module(module)
+            _import_module(module)
         except ImportError as err:
             extra = f'pip install "pymc-dp[{_EXTRA[nuts_sampler]}]"'
             if isinstance(err, ModuleNotFoundError) or sys.modules.get(err.name or "", False) is None:
