@@ -1,18 +1,113 @@
-"""MCMC on the rewritten (truncated) model through :func:`pymc.sample`.
+"""MCMC on the rewritten (truncated) model: PyMC's NUTS, or numpyro / blackjax / nutpie.
 
-Only the ``posterior`` group of what ``pm.sample`` returns is read; everything else it returns
-(sample stats, observed and constant data, warm-up, timings) is dropped here and never reaches a
-release (DESIGN.md section 7).
+Only the posterior draws of the model's free RVs and Deterministics leave :func:`run_mcmc`, as a
+fresh ``xarray.Dataset`` without attributes; everything else a sampler returns (sample stats,
+observed and constant data, warm-up draws, timings, library attrs) is dropped here and never
+reaches a release (DESIGN.md section 7).
+
+Every backend starts inside Theta_L. ``pm.sample`` hands ``initvals`` to PyMC's NUTS and to its
+JAX samplers (numpyro, blackjax), but not to nutpie (it warns and starts from the model's default
+point, which for a truncated prior can lie outside the interval). nutpie is therefore compiled and
+run here directly, with the starting values as its ``initial_points``; the rewritten model itself
+carries no initial values, so that PyMC's graph transforms (``fgraph_from_model``, which refuses
+initvals; nutpie's ``freeze_dims_and_data`` for its JAX backend) still accept it.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import sys
+import warnings
 from typing import Any, Mapping
 
+import numpy as np
 import pymc as pm
 import xarray as xr
 
-__all__ = ["run_mcmc"]
+__all__ = ["run_mcmc", "check_backend", "BACKENDS"]
+
+#: the NUTS implementations run_mcmc accepts, and the modules each needs
+BACKENDS: dict[str, tuple[str, ...]] = {
+    "pymc": (),
+    "numpyro": ("jax", "numpyro"),
+    "blackjax": ("jax", "blackjax"),
+    "nutpie": ("nutpie",),
+}
+
+_EXTRA = {"numpyro": "jax", "blackjax": "jax", "nutpie": "nutpie"}
+
+#: blackjax 1.6 removed ``window_adaptation(progress_bar=...)``; PyMC <= 5.28 (and 6.x) still
+#: passes it, and the NUTS kernel then fails with "unexpected keyword argument 'progress_bar'"
+#: (pymc-devs/pymc#8367).
+_BLACKJAX_BROKEN_FROM = (1, 6)
+
+#: pm.sample keywords that mean nothing to nutpie (pm.sample ignores them there too)
+_NUTPIE_IGNORED = {
+    "compute_convergence_checks",
+    "quiet",
+    "init",
+    "n_init",
+    "jitter_max_retries",
+    "keep_warning_stat",
+    "idata_kwargs",
+    "mp_ctx",
+    "blas_cores",
+}
+
+
+_import_module = importlib.import_module  # patched in tests
+
+
+def check_backend(nuts_sampler: str) -> None:
+    """Raise a clear error if ``nuts_sampler`` is unknown or its packages are missing or unusable.
+
+    Raises
+    ------
+    ValueError
+        Unknown sampler name.
+    ImportError
+        A package the backend needs is not installed (the message says which extra to
+        install), or blackjax is too new for PyMC's blackjax path.
+    """
+    if nuts_sampler not in BACKENDS:
+        raise ValueError(f"nuts_sampler={nuts_sampler!r} is not one of {sorted(BACKENDS)}.")
+    # PyMC's JAX module first: on import it asks XLA for many host devices (one per chain), which
+    # only takes effect before JAX starts its backend -- and importing blackjax starts it
+    modules = ("pymc.sampling.jax", *BACKENDS[nuts_sampler]) if _EXTRA.get(nuts_sampler) == "jax" else BACKENDS[nuts_sampler]
+    for module in modules:
+        try:
+            _import_module(module)
+        except ImportError as err:
+            extra = f'pip install "pymc-dp[{_EXTRA[nuts_sampler]}]"'
+            if isinstance(err, ModuleNotFoundError) or sys.modules.get(err.name or "", False) is None:
+                missing = (err.name or module).split(".")[0]
+                raise ImportError(
+                    f"nuts_sampler={nuts_sampler!r} needs the package {missing!r}, which is not "
+                    f"installed. Install it with: {extra}"
+                ) from err
+            raise ImportError(
+                f"nuts_sampler={nuts_sampler!r}: {module!r} is installed but fails to import ({err}); "
+                f"the installed versions are probably incompatible. Reinstall the tested versions "
+                f"with: {extra}"
+            ) from err
+    if nuts_sampler == "blackjax":
+        version = importlib.metadata.version("blackjax")
+        if _version_tuple(version) >= _BLACKJAX_BROKEN_FROM:
+            raise ImportError(
+                f"blackjax {version} is installed, but PyMC {pm.__version__}'s blackjax sampler fails "
+                "with blackjax >= 1.6 (it passes the removed window_adaptation(progress_bar=...); "
+                'pymc-devs/pymc#8367). Install a compatible version: pip install "blackjax>=1.2,<1.6", '
+                'or use nuts_sampler="numpyro".'
+            )
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
 
 
 def run_mcmc(
@@ -24,7 +119,7 @@ def run_mcmc(
     initvals: Mapping[str, Any],
     **kwargs: Any,
 ) -> xr.Dataset:
-    """Sample ``model`` with ``pm.sample`` and return its posterior group only.
+    """Sample ``model`` and return its posterior draws only.
 
     Parameters
     ----------
@@ -35,19 +130,116 @@ def run_mcmc(
     chains, tune : int
         As in :func:`pymc.sample`.
     initvals : mapping
-        Starting values inside Theta_L.
+        Starting values inside Theta_L, by variable name. Every backend starts from them
+        (jittered as each backend does; a jittered start outside a potential's region has
+        logp = -inf and is redrawn).
     **kwargs
-        Passed to :func:`pymc.sample` (``nuts_sampler``, ``cores``, ``random_seed``, ...).
+        Passed to :func:`pymc.sample` (``nuts_sampler``, ``cores``, ``random_seed``,
+        ``target_accept``, ``nuts_sampler_kwargs``, ...). With ``nuts_sampler="nutpie"`` the
+        keywords nutpie understands are mapped onto :func:`nutpie.sample` as
+        :func:`pymc.sample` does (``backend`` and ``gradient_backend`` in
+        ``nuts_sampler_kwargs`` go to :func:`nutpie.compile_pymc_model`); ``cores`` is passed on.
+
+    Returns
+    -------
+    xr.Dataset
+        ``(chain, draw, ...)`` arrays of the model's free RVs and Deterministics, with their
+        coordinates and no attributes. Nothing else of the run.
     """
-    kwargs.setdefault("compute_convergence_checks", False)
-    kwargs.setdefault("progressbar", False)
-    idata = pm.sample(
-        draws=draws_per_chain,
+    nuts_sampler = kwargs.get("nuts_sampler", "pymc")
+    check_backend(nuts_sampler)
+    if kwargs.pop("var_names", None) is not None:
+        warnings.warn(
+            "var_names is ignored: every free RV is sampled, and the release decides what is public.",
+            UserWarning,
+            stacklevel=2,
+        )
+    if nuts_sampler == "nutpie":
+        posterior = _sample_nutpie(
+            model, draws=draws_per_chain, tune=tune, chains=chains, initvals=initvals, **kwargs
+        )
+    else:
+        if nuts_sampler == "blackjax":
+            kwargs["nuts_sampler_kwargs"] = _blackjax_chain_method(kwargs.get("nuts_sampler_kwargs"), chains)
+        kwargs.setdefault("compute_convergence_checks", False)
+        kwargs.setdefault("progressbar", False)
+        idata = pm.sample(
+            draws=draws_per_chain,
+            tune=tune,
+            chains=chains,
+            model=model,
+            initvals=dict(initvals),
+            return_inferencedata=True,
+            **kwargs,
+        )
+        posterior = idata.posterior
+    return posterior_only(posterior, model)
+
+
+def _blackjax_chain_method(sampler_kwargs, chains: int) -> dict:
+    """Run blackjax's chains vectorised when JAX has fewer devices than chains.
+
+    PyMC maps blackjax chains over devices (``pmap``) and asks XLA for enough host devices when
+    it is imported; if JAX was started before that (importing blackjax or any JAX computation
+    does it), there is one CPU device and ``pmap`` over two chains fails ("cannot select an axis
+    to squeeze out"). numpyro falls back to sequential chains by itself.
+    """
+    import jax
+
+    sampler_kwargs = dict(sampler_kwargs or {})
+    if "chain_method" not in sampler_kwargs and chains > jax.local_device_count():
+        sampler_kwargs["chain_method"] = "vectorized"
+    return sampler_kwargs
+
+
+def _sample_nutpie(model, *, draws, tune, chains, initvals, **kwargs) -> xr.Dataset:
+    """``pm.sample(nuts_sampler="nutpie")`` with the starting values actually used."""
+    import nutpie
+    from pymc.util import _get_seeds_per_chain
+
+    kwargs = dict(kwargs)
+    kwargs.pop("nuts_sampler", None)
+    random_seed = kwargs.pop("random_seed", None)
+    target_accept = kwargs.pop("target_accept", 0.8)
+    progressbar = kwargs.pop("progressbar", False)
+    cores = kwargs.pop("cores", None)
+    sampler_kwargs = dict(kwargs.pop("nuts_sampler_kwargs", None) or {})
+    ignored = sorted(set(kwargs) & _NUTPIE_IGNORED)
+    unknown = sorted(set(kwargs) - _NUTPIE_IGNORED)
+    if unknown:
+        raise TypeError(f"nuts_sampler='nutpie' does not take {unknown}; pass nutpie's own options in nuts_sampler_kwargs.")
+    if ignored:
+        warnings.warn(f"{ignored} mean nothing to nutpie and are ignored.", UserWarning, stacklevel=3)
+    compile_kwargs = {k: sampler_kwargs.pop(k) for k in ("backend", "gradient_backend") if k in sampler_kwargs}
+    sampler_kwargs.setdefault("save_warmup", False)
+    if cores is not None:
+        sampler_kwargs.setdefault("cores", int(cores))
+    compiled = nutpie.compile_pymc_model(model, initial_points=dict(initvals), **compile_kwargs)
+    idata = nutpie.sample(
+        compiled,
+        draws=draws,
         tune=tune,
         chains=chains,
-        model=model,
-        initvals=dict(initvals),
-        return_inferencedata=True,
-        **kwargs,
+        target_accept=target_accept,
+        # the seed pm.sample(nuts_sampler="nutpie") would pass, for the same random_seed
+        seed=_get_seeds_per_chain(random_seed, 1)[0],
+        progress_bar=bool(progressbar),
+        **sampler_kwargs,
     )
     return idata.posterior
+
+
+def posterior_only(posterior: xr.Dataset, model: pm.Model) -> xr.Dataset:
+    """A fresh Dataset of the model's free RVs and Deterministics: values and coordinates only.
+
+    Transformed values, sampler-specific extras and every attribute (``sampling_time``,
+    library versions, ...) are left behind.
+    """
+    names = [v.name for v in (*model.free_RVs, *model.deterministics)]
+    missing = [n for n in names if n not in posterior.data_vars]
+    if missing:
+        raise RuntimeError(f"the sampler returned no draws of {missing}")
+    data_vars = {n: (posterior[n].dims, np.array(posterior[n].values)) for n in names}
+    dims = {d for n in names for d in posterior[n].dims}
+    coords = {d: np.array(posterior[d].values) for d in dims if d in posterior.coords}
+    return xr.Dataset(data_vars, coords=coords)

@@ -1,0 +1,150 @@
+"""run_mcmc: only posterior draws leave it, and every chain starts inside Theta_L (default NUTS)."""
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytest
+import xarray as xr
+from pymc.exceptions import SamplingError
+from pymc.initial_point import make_initial_point_fn
+from pymc.model.fgraph import fgraph_from_model
+
+import pymc_dp
+from pymc_dp.sampling import posterior_only, run_mcmc
+
+RUN = dict(draws_per_chain=4, tune=100, chains=2, cores=1, random_seed=2)
+
+
+def _ball_rows(rng, n, d):
+    X = rng.normal(size=(n, d))
+    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+
+
+def linear(seed=0, n=80, d=3):
+    """Norm ball on w, intervals on b and on sigma (a lower bound above sigma's default start)."""
+    rng = np.random.default_rng(seed)
+    X = _ball_rows(rng, n, d)
+    y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n), -1, 1)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        w = pm.Normal("w", 0, 1, shape=d)
+        b = pm.Normal("b", 0, 1)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Deterministic("w_norm", pm.math.sqrt(pm.math.sum(w**2)))
+        pm.Normal("obs", mu=Xd @ w + b, sigma=sigma, observed=yd)
+    return pymc_dp.make_private(model, epsilon=20.0, draws=8, data={"X": pymc_dp.Ball(1.0), "y": pymc_dp.Interval(-1, 1)})
+
+
+def naive_bayes(seed=0, n=60, m=3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = (rng.random((n, m)) < 0.5).astype(int)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        pi = pm.Beta("pi", 1, 1)
+        pm.Bernoulli("cls", p=pi, observed=yd)
+        theta = pm.Beta("theta", 1, 1, shape=(2, m))
+        pm.Bernoulli("feat", p=theta[yd], observed=Xd)
+    return pymc_dp.make_private(model, epsilon=40.0, draws=4, data={"X": pymc_dp.Binary(), "y": pymc_dp.Binary()})
+
+
+def dirichlet_categorical(seed=0, n=40):
+    with pm.Model() as model:
+        xd = pm.Data("x", np.random.default_rng(seed).integers(0, 3, n))
+        p = pm.Dirichlet("p", a=np.ones(3))
+        pm.Categorical("obs", p=p, observed=xd)
+    return pymc_dp.make_private(model, epsilon=40.0, draws=4, data={"x": pymc_dp.Integers(0, 2)})
+
+
+BUILDERS = {"linear": linear, "naive_bayes": naive_bayes, "dirichlet_categorical": dirichlet_categorical}
+
+
+@pytest.fixture(scope="module")
+def pmods():
+    return {name: build() for name, build in BUILDERS.items()}
+
+
+def _values_at(model, point):
+    """Free RVs and Deterministics of ``model`` at a point of its (transformed) value variables."""
+    names = [v.name for v in (*model.free_RVs, *model.deterministics)]
+    outs = model.replace_rvs_by_values([model[n] for n in names])
+    fn = pytensor.function(model.value_vars, outs, on_unused_input="ignore")
+    values = fn(*[point[v.name] for v in model.value_vars])
+    return {n: np.asarray(v)[None] for n, v in zip(names, values)}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_initial_values_lie_inside_theta_L(pmods, name):
+    pmod = pmods[name]
+    kinds = {type(c).__name__ for c in pmod._constraints}
+    assert kinds, "the model must be truncated"
+    point = make_initial_point_fn(model=pmod.model, overrides=pmod._initvals, return_transformed=True)(0)
+    assert np.isfinite(pmod.model.compile_logp()(point))
+    assert np.all(np.isfinite(np.concatenate([np.ravel(g) for g in pmod.model.compile_dlogp()(point)])))
+    values = _values_at(pmod.model, point)
+    for c in pmod._constraints:
+        assert np.all(c.contains(values)), c.describe()
+
+
+def test_rewrite_kinds_are_covered(pmods):
+    kinds = {type(c).__name__ for p in pmods.values() for c in p._constraints}
+    assert kinds == {"IntervalConstraint", "NormBallConstraint", "PotentialConstraint"}
+
+
+def test_rewritten_model_carries_no_initvals(pmods):
+    # PyMC's graph transforms (and nutpie's JAX backend, through freeze_dims_and_data) refuse
+    # models with initvals: the starting values travel beside the model, not on it
+    for pmod in pmods.values():
+        assert all(v is None for v in pmod.model.rvs_to_initial_values.values())
+        fgraph_from_model(pmod.model)
+
+
+def test_default_sampler_starts_from_the_initial_values(pmods):
+    pmod = pmods["linear"]
+    # PyMC's own start is outside Theta_L (sigma below its lower bound, a zero polar direction)
+    assert not np.isfinite(pmod.model.compile_logp()(pmod.model.initial_point()))
+    with pytest.raises(SamplingError, match="Initial evaluation"):
+        run_mcmc(pmod.model, initvals={}, **RUN)
+    post = run_mcmc(pmod.model, initvals=pmod._initvals, **RUN)
+    sigma = next(c for c in pmod._constraints if getattr(c, "var", None) == "sigma")
+    assert np.all(post["sigma"].values >= sigma.lower)
+
+
+def test_run_mcmc_returns_only_a_posterior_dataset(pmods):
+    pmod = pmods["linear"]
+    post = run_mcmc(pmod.model, initvals=pmod._initvals, **RUN)
+    assert isinstance(post, xr.Dataset)
+    names = {v.name for v in (*pmod.model.free_RVs, *pmod.model.deterministics)}
+    assert set(post.data_vars) == names  # no sigma_interval__ / transformed values
+    assert post.attrs == {}  # no sampling_time, tuning_steps, library versions, ...
+    assert all(post[v].attrs == {} for v in post.data_vars)
+    assert set(post.dims) == {"chain", "draw", "w_dim_0", "w__dp_direction_dim_0"}
+    assert (post.sizes["chain"], post.sizes["draw"]) == (2, 4)
+    # the arrays are plain copies, not views into the sampler's trace
+    assert all(isinstance(post[v].data, np.ndarray) for v in post.data_vars)
+
+
+def test_posterior_only_drops_everything_else(pmods):
+    pmod = pmods["dirichlet_categorical"]
+    raw = xr.Dataset(
+        {
+            "p": (("chain", "draw", "p_dim_0"), np.full((1, 2, 3), 1 / 3), {"units": "x"}),
+            "p_simplex__": (("chain", "draw", "p_simplex___dim_0"), np.zeros((1, 2, 2))),
+            "lp": (("chain", "draw"), np.zeros((1, 2))),
+        },
+        coords={"chain": [0], "draw": [0, 1], "p_dim_0": [0, 1, 2]},
+        attrs={"sampling_time": 1.0, "inference_library": "nutpie"},
+    )
+    post = posterior_only(raw, pmod.model)
+    assert set(post.data_vars) == {"p"} and post.attrs == {} and post["p"].attrs == {}
+    with pytest.raises(RuntimeError, match="no draws"):
+        posterior_only(raw.drop_vars("p"), pmod.model)
+
+
+def test_var_names_cannot_trim_what_the_release_needs(pmods):
+    pmod = pmods["dirichlet_categorical"]
+    with pytest.warns(UserWarning, match="var_names is ignored"):
+        post = run_mcmc(pmod.model, initvals=pmod._initvals, var_names=[], **RUN)
+    assert set(post.data_vars) == {"p"}
+    c = pmod._constraints[0]
+    assert np.all(c.contains({"p": post["p"].values.reshape(-1, 3)}))
