@@ -429,8 +429,12 @@ class PrivateModel:
             Makes the release reproducible. Keep it secret: whoever knows the seed and the
             algorithm can recompute the draws for candidate datasets.
         **kwargs
-            Passed to :func:`pymc.sample` (``cores``, ``progressbar``, ``nuts_sampler``,
-            ``target_accept``, ``initvals``, ...).
+            Passed to :func:`pymc.sample` (``cores``, ``progressbar``, ``target_accept``,
+            ``initvals``, ...). ``nuts_sampler="numpyro" | "blackjax"`` needs the ``jax`` extra
+            and ``"nutpie"`` the ``nutpie`` extra (``pip install "pymc-dp[jax,nutpie]"``); every
+            backend starts inside the truncation. JAX backends' draws for a given seed depend on
+            how many CPU devices JAX has; ``nuts_sampler_kwargs={"chain_method": "vectorized"}``
+            makes them independent of it.
 
         Returns
         -------
