@@ -226,3 +226,48 @@ def test_certificate_says_which_sampler_auto_uses():
     assert lr.sampler == "mcmc" and "'w'" in lr.exact_unavailable
     assert any("MCMC draws are approximate" in c for c in lr.caveats)
     assert "sampler: MCMC" in str(lr)
+
+
+_RELEASE_SCRIPT = """
+import sys, numpy as np, pymc as pm, pymc_dp
+with pm.Model() as model:
+    xd = pm.Data("x", np.arange(40) % 2)
+    p = pm.Beta("p", 2, 2)
+    pm.Bernoulli("obs", p=p, observed=xd)
+pmod = pymc_dp.make_private(model, epsilon=1.0, draws=2, data={"x": pymc_dp.Binary()},
+                            ledger=pymc_dp.Ledger(sys.argv[1], epsilon=3.0))
+pmod.sample(method="mcmc", tune=10**7, chains=1, cores=1, progressbar=False)  # killed long before the end
+"""
+
+
+def test_sigkill_in_the_middle_of_a_release_leaves_it_pending_and_counted(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    path = tmp_path / "l.sqlite"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    proc = subprocess.Popen([sys.executable, "-c", _RELEASE_SCRIPT, str(path)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (path.exists() and _rows(path)):
+            assert proc.poll() is None, "the release process ended before it was killed"
+            time.sleep(0.2)
+        time.sleep(1.0)  # let it get into the sampler
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:  # pragma: no cover
+            proc.kill()
+    assert _rows(path) == [(1.0, 0.0, "pending")]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    ledger = Ledger(path, epsilon=3.0)
+    spent = ledger.spent(ledger.releases()[0]["dataset"])
+    assert (spent.epsilon, spent.pending) == (1.0, 1)
+    assert ledger.remaining(ledger.releases()[0]["dataset"])[0] == pytest.approx(2.0)
