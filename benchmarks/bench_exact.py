@@ -29,7 +29,6 @@ from pathlib import Path
 
 import arviz as az
 import numpy as np
-import pymc as pm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -2,8 +2,10 @@
 
 Both sides sample ``PrivateModel.model`` (the rewritten, truncated model) with the same
 settings, in one run, alternating, after one warm-up call each so that compilation is cached;
-the ratio is ``PrivateModel.sample`` time over ``pm.sample`` time (goal <= 1.05, nothing excluded:
-the private side includes thinning and building the released InferenceData).
+the ratio is ``PrivateModel.sample(method="mcmc")`` time over ``pm.sample`` time (goal <= 1.05,
+nothing excluded: the private side includes the budget ledger's reserve and commit (a SQLite file
+in a temporary directory, ``synchronous=FULL``), thinning and building the released InferenceData).
+The exact sampler is compared with NUTS in ``bench_exact.py``.
 
     python benchmarks/bench_overhead.py [--repeats 5] [--draws 1000] [--tune 1000]
 """
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pymc as pm
@@ -59,9 +63,11 @@ def main():
     args = parser.parse_args()
     chains = 2
     print(f"{'model':<12} {'plain pm.sample [s]':>20} {'PrivateModel.sample [s]':>24} {'ratio':>7}")
+    tmp = tempfile.mkdtemp(prefix="pymc_dp_bench_")
     for name, build in (("naive_bayes", naive_bayes), ("logistic", logistic)):
         model, data = build()
-        pmod = pymc_dp.make_private(model, epsilon=20.0 * args.draws, draws=args.draws, data=data)
+        ledger = pymc_dp.Ledger(Path(tmp) / f"{name}.sqlite")
+        pmod = pymc_dp.make_private(model, epsilon=20.0 * args.draws, draws=args.draws, data=data, ledger=ledger)
         common = dict(tune=args.tune, chains=chains, cores=1, progressbar=False, random_seed=1)
 
         def plain():
@@ -71,13 +77,17 @@ def main():
             )
 
         def private():
-            pmod.sample(**common)
+            pmod.sample(method="mcmc", **common)
 
         plain(), private()  # compile both once
         t_plain, t_private = [], []
         for _ in range(args.repeats):
-            t0 = time.perf_counter(); plain(); t_plain.append(time.perf_counter() - t0)
-            t0 = time.perf_counter(); private(); t_private.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            plain()
+            t_plain.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            private()
+            t_private.append(time.perf_counter() - t0)
         a, b = statistics.median(t_plain), statistics.median(t_private)
         print(f"{name:<12} {a:>20.3f} {b:>24.3f} {b / a:>7.3f}")
 

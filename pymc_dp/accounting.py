@@ -116,8 +116,8 @@ def _check(epsilon_per_draw: float, draws: int) -> tuple[float, int]:
 
 
 def _log_binom(n: int) -> np.ndarray:
-    l = np.arange(n + 1)
-    return gammaln(n + 1.0) - gammaln(l + 1.0) - gammaln(n - l + 1.0)
+    flips = np.arange(n + 1)
+    return gammaln(n + 1.0) - gammaln(flips + 1.0) - gammaln(n - flips + 1.0)
 
 
 def optimal_delta(epsilon_per_draw: float, draws: int, epsilon: float) -> float:
@@ -141,13 +141,13 @@ def optimal_delta(epsilon_per_draw: float, draws: int, epsilon: float) -> float:
 
 def _log_optimal_delta(eps0: float, n: int, epsilon: float) -> float:
     """``ln optimal_delta`` without leaving log space (-inf when no loss exceeds epsilon)."""
-    l = np.arange(n + 1)
-    loss = (n - 2 * l) * eps0
+    flips = np.arange(n + 1)  # l in the formula: how many of the N responses were flipped
+    loss = (n - 2 * flips) * eps0
     keep = loss > epsilon
     if not np.any(keep):
         return -math.inf
     # ln of C(N,l) e^{(N-l) eps0} (1 - e^{epsilon - loss})
-    log_terms = _log_binom(n)[keep] + (n - l[keep]) * eps0 + np.log(-np.expm1(epsilon - loss[keep]))
+    log_terms = _log_binom(n)[keep] + (n - flips[keep]) * eps0 + np.log(-np.expm1(epsilon - loss[keep]))
     return float(logsumexp(log_terms) - n * np.logaddexp(0.0, eps0))
 
 

@@ -75,7 +75,6 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
     """
     with _without_initvals(model) as user_initvals:
         fgraph, memo = fgraph_from_model(model)
-    free_by_name = {rv.name: rv for rv in model.free_RVs}
     nodes = {
         node.outputs[0].name: node for node in fgraph.apply_nodes if isinstance(node.op, ModelFreeRV)
     }

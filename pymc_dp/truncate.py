@@ -33,7 +33,7 @@ from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
 from scipy import optimize, special, stats
 
-from pymc_dp.domains import Ball, Box
+from pymc_dp.domains import Ball
 from pymc_dp.factors import AffineForm, Factor, IndexForm, LinkForm, PointForm
 from pymc_dp.rules import NP, Bounds, log_density_range
 
