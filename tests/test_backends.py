@@ -9,11 +9,11 @@ import json
 import sys
 
 import numpy as np
-import pymc as pm
 import pytest
 
 import pymc_dp
 from pymc_dp import sampling
+from tests import models
 
 BACKENDS = {
     "pymc": (),
@@ -35,67 +35,26 @@ def _need(backend):
             pytest.skip(str(err))
 
 
-def _ball_rows(rng, n, d):
-    X = rng.normal(size=(n, d))
-    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-
-
+# each builder: (model, domains, epsilon, draws)
 def beta_bernoulli(seed=0):
-    x = np.random.default_rng(seed).integers(0, 2, 60)
-    with pm.Model() as model:
-        xd = pm.Data("x", x)
-        p = pm.Beta("p", 1, 1)
-        pm.Bernoulli("obs", p=p, observed=xd)
-    return model, {"x": pymc_dp.Binary()}, 2.0, 4
+    return (*models.coin(n=60, seed=seed), 2.0, 4)
 
 
-def naive_bayes(seed=0, n=100, m=4):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    X = (rng.random((n, m)) < rng.uniform(0.2, 0.8, (2, m))[y]).astype(int)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        pi = pm.Beta("pi", 1, 1)
-        pm.Bernoulli("cls", p=pi, observed=yd)
-        theta = pm.Beta("theta", 1, 1, shape=(2, m))
-        pm.Bernoulli("feat", p=theta[yd], observed=Xd)
-    return model, {"X": pymc_dp.Binary(), "y": pymc_dp.Binary()}, 40.0, 4
+def naive_bayes(seed=0):
+    return (*models.naive_bayes(n=100, m=4, seed=seed), 40.0, 4)
 
 
-def logistic(seed=0, n=100, d=3):
-    rng = np.random.default_rng(seed)
-    X = _ball_rows(rng, n, d)
-    y = (rng.random(n) < 1 / (1 + np.exp(-X @ np.array([2.0, -1.0, 1.0])))).astype(int)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        w = pm.Normal("w", 0, 2, shape=d)
-        b = pm.Normal("b", 0, 1)
-        pm.Deterministic("w_norm", pm.math.sqrt(pm.math.sum(w**2)))
-        pm.Bernoulli("obs", logit_p=Xd @ w + b, observed=yd)
-    return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Binary()}, 30.0, 4
+def logistic(seed=0):
+    return (*models.logistic(n=100, d=3, seed=seed, w_norm=True), 30.0, 4)
 
 
-def linear(seed=0, n=100, d=3):
-    rng = np.random.default_rng(seed)
-    X = _ball_rows(rng, n, d)
-    y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n), -1, 1)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        w = pm.Normal("w", 0, 1, shape=d)
-        b = pm.Normal("b", 0, 1)
-        sigma = pm.HalfNormal("sigma", 1)
-        pm.Deterministic("fitted", Xd @ w + b)  # reads private data: never released
-        pm.Normal("obs", mu=Xd @ w + b, sigma=sigma, observed=yd)
-    return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Interval(-1, 1)}, 20.0, 4
+def linear(seed=0):
+    # "fitted" reads private data: it must never be released
+    return (*models.linear(n=100, d=3, seed=seed, fitted=True), 20.0, 4)
 
 
-def dirichlet_categorical(seed=0, n=40):
-    x = np.random.default_rng(seed).integers(0, 3, n)
-    with pm.Model() as model:
-        xd = pm.Data("x", x)
-        p = pm.Dirichlet("p", a=np.ones(3))
-        pm.Categorical("obs", p=p, observed=xd)
-    return model, {"x": pymc_dp.Integers(0, 2)}, 40.0, 4
+def dirichlet_categorical(seed=0):
+    return (*models.dirichlet_categorical(n=40, seed=seed), 40.0, 4)
 
 
 # model -> (builder, the rewrite kinds its truncation must use, public variables released)

@@ -3,10 +3,10 @@
 import itertools
 
 import numpy as np
-import pymc as pm
 import pytest
 
 import pymc_dp
+from tests import models
 from pymc_dp.lift import lift, split_budget
 
 
@@ -25,19 +25,7 @@ def test_split_lifts_back_to_delta(unit):
 
 
 def chain_net(seed=0, n=30):
-    rng = np.random.default_rng(seed)
-    A = rng.integers(0, 2, n)
-    B = rng.integers(0, 2, n)
-    C = rng.integers(0, 2, n)
-    with pm.Model() as model:
-        Ad, Bd, Cd = pm.Data("A", A), pm.Data("B", B), pm.Data("C", C)
-        pA = pm.Beta("pA", 1, 1)
-        pB = pm.Beta("pB", 1, 1, shape=2)
-        pC = pm.Beta("pC", 1, 1, shape=2)
-        pm.Bernoulli("a", p=pA, observed=Ad)
-        pm.Bernoulli("b", p=pB[Ad], observed=Bd)
-        pm.Bernoulli("c", p=pC[Bd], observed=Cd)
-    return model
+    return models.chain_net(n=n, seed=seed)[0]
 
 
 def _record_loglik(rec, params):

@@ -8,53 +8,18 @@ import pymc as pm
 import pytest
 
 import pymc_dp
+from tests import models
 
 SAMPLE = dict(tune=150, chains=2, cores=1, progressbar=False, random_seed=3)
 
 
-def _ball_rows(rng, n, d):
-    X = rng.normal(size=(n, d))
-    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-
-
-def naive_bayes_model(n=200, m=16, seed=0):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    X = (rng.random((n, m)) < rng.uniform(0.2, 0.8, (2, m))[y]).astype(int)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        pi = pm.Beta("pi", 1, 1)
-        pm.Bernoulli("cls", p=pi, observed=yd)
-        theta = pm.Beta("theta", 1, 1, shape=(2, m))
-        pm.Bernoulli("feat", p=theta[yd], observed=Xd)
-    return model, {"X": pymc_dp.Binary(), "y": pymc_dp.Binary()}
+naive_bayes_model = models.naive_bayes
+logistic_model = models.logistic
 
 
 def linear_model(n=200, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = _ball_rows(rng, n, d)
-    y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n), -1, 1)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        w = pm.Normal("w", 0, 1, shape=d)
-        b = pm.Normal("b", 0, 1)
-        sigma = pm.HalfNormal("sigma", 1)
-        pm.Deterministic("w_norm", pm.math.sqrt(pm.math.sum(w**2)))
-        pm.Deterministic("fitted", Xd @ w + b)  # reads private data: never released
-        pm.Normal("obs", mu=Xd @ w + b, sigma=sigma, observed=yd)
-    return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Interval(-1, 1)}
-
-
-def logistic_model(n=200, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = _ball_rows(rng, n, d)
-    y = (rng.random(n) < 1 / (1 + np.exp(-X @ np.array([2.0, -1.0, 1.0])))).astype(int)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        w = pm.Normal("w", 0, 2, shape=d)
-        b = pm.Normal("b", 0, 1)
-        pm.Bernoulli("obs", logit_p=Xd @ w + b, observed=yd)
-    return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Binary()}
+    # w_norm (a function of w) is released; fitted (reads the data) never is
+    return models.linear(n=n, d=d, seed=seed, w_norm=True, fitted=True)
 
 
 CASES = {

@@ -1,7 +1,6 @@
 """run_mcmc: only posterior draws leave it, and every chain starts inside Theta_L (default NUTS)."""
 
 import numpy as np
-import pymc as pm
 import pytensor
 import pytest
 import xarray as xr
@@ -10,50 +9,26 @@ from pymc.initial_point import make_initial_point_fn
 from pymc.model.fgraph import fgraph_from_model
 
 import pymc_dp
+from tests import models
 from pymc_dp.sampling import posterior_only, run_mcmc
 
 RUN = dict(draws_per_chain=4, tune=100, chains=2, cores=1, random_seed=2)
 
 
-def _ball_rows(rng, n, d):
-    X = rng.normal(size=(n, d))
-    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-
-
-def linear(seed=0, n=80, d=3):
+def linear(seed=0):
     """Norm ball on w, intervals on b and on sigma (a lower bound above sigma's default start)."""
-    rng = np.random.default_rng(seed)
-    X = _ball_rows(rng, n, d)
-    y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n), -1, 1)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        w = pm.Normal("w", 0, 1, shape=d)
-        b = pm.Normal("b", 0, 1)
-        sigma = pm.HalfNormal("sigma", 1)
-        pm.Deterministic("w_norm", pm.math.sqrt(pm.math.sum(w**2)))
-        pm.Normal("obs", mu=Xd @ w + b, sigma=sigma, observed=yd)
-    return pymc_dp.make_private(model, epsilon=20.0, draws=8, data={"X": pymc_dp.Ball(1.0), "y": pymc_dp.Interval(-1, 1)})
+    model, data = models.linear(n=80, d=3, seed=seed, w_norm=True)
+    return pymc_dp.make_private(model, epsilon=20.0, draws=8, data=data)
 
 
-def naive_bayes(seed=0, n=60, m=3):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    X = (rng.random((n, m)) < 0.5).astype(int)
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        pi = pm.Beta("pi", 1, 1)
-        pm.Bernoulli("cls", p=pi, observed=yd)
-        theta = pm.Beta("theta", 1, 1, shape=(2, m))
-        pm.Bernoulli("feat", p=theta[yd], observed=Xd)
-    return pymc_dp.make_private(model, epsilon=40.0, draws=4, data={"X": pymc_dp.Binary(), "y": pymc_dp.Binary()})
+def naive_bayes(seed=0):
+    model, data = models.naive_bayes(n=60, m=3, seed=seed)
+    return pymc_dp.make_private(model, epsilon=40.0, draws=4, data=data)
 
 
-def dirichlet_categorical(seed=0, n=40):
-    with pm.Model() as model:
-        xd = pm.Data("x", np.random.default_rng(seed).integers(0, 3, n))
-        p = pm.Dirichlet("p", a=np.ones(3))
-        pm.Categorical("obs", p=p, observed=xd)
-    return pymc_dp.make_private(model, epsilon=40.0, draws=4, data={"x": pymc_dp.Integers(0, 2)})
+def dirichlet_categorical(seed=0):
+    model, data = models.dirichlet_categorical(n=40, seed=seed)
+    return pymc_dp.make_private(model, epsilon=40.0, draws=4, data=data)
 
 
 BUILDERS = {"linear": linear, "naive_bayes": naive_bayes, "dirichlet_categorical": dirichlet_categorical}

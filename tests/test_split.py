@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 
-from tests import models_split as M
+from tests import models as M
 import numpy as np
 import pytest
 

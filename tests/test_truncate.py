@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tests import models_split as M
+from tests import models as M
 import numpy as np
 import pytest
 

@@ -1,4 +1,8 @@
-"""Small models shared by tests/test_split.py and tests/test_truncate.py."""
+"""Small models shared by the tests: each builder returns ``(model, domains)``.
+
+Sizes, seeds and optional Deterministics are keyword arguments, so that every test file builds
+its models from one definition.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +29,29 @@ def naive_bayes(n=200, m=16, seed=0):
         theta = pm.Beta("theta", 1, 1, shape=(2, m))
         pm.Bernoulli("feat", p=theta[yd], observed=Xd)
     return model, {"X": pymc_dp.Binary(), "y": pymc_dp.Binary()}
+
+
+def ball_rows(rng, n, d):
+    """``n`` rows in the unit ball (rows outside it are scaled onto it)."""
+    X = rng.normal(size=(n, d))
+    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+
+
+def coin(n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    with pm.Model() as model:
+        xd = pm.Data("x", rng.integers(0, 2, n))
+        p = pm.Beta("p", 1, 1)
+        pm.Bernoulli("obs", p=p, observed=xd)
+    return model, {"x": pymc_dp.Binary()}
+
+
+def dirichlet_categorical(n=40, seed=0):
+    with pm.Model() as model:
+        xd = pm.Data("x", np.random.default_rng(seed).integers(0, 3, n))
+        p = pm.Dirichlet("p", a=np.ones(3))
+        pm.Categorical("obs", p=p, observed=xd)
+    return model, {"x": pymc_dp.Integers(0, 2)}
 
 
 def chain_net(n=30, seed=0):
@@ -78,32 +105,36 @@ def normal_location_scale(n=40, seed=0):
     return model, {"y": pymc_dp.Interval(-1, 1)}
 
 
-def _ball_rows(rng, n, d):
-    X = rng.normal(size=(n, d))
-    return X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-
-
-def logistic(n=200, d=3, seed=0):
+def logistic(n=200, d=3, seed=0, w_norm=False):
+    """Logistic regression with rows in Ball(1); ``w_norm`` adds a Deterministic of w only."""
     rng = np.random.default_rng(seed)
-    X = _ball_rows(rng, n, d)
-    y = (rng.random(n) < 1 / (1 + np.exp(-X @ np.array([2.0, -1.0, 1.0])))).astype(int)
+    X = ball_rows(rng, n, d)
+    y = (rng.random(n) < 1 / (1 + np.exp(-X @ np.resize([2.0, -1.0, 1.0], d)))).astype(int)
     with pm.Model() as model:
         Xd, yd = pm.Data("X", X), pm.Data("y", y)
         w = pm.Normal("w", 0, 2, shape=d)
         b = pm.Normal("b", 0, 1)
+        if w_norm:
+            pm.Deterministic("w_norm", pm.math.sqrt(pm.math.sum(w**2)))
         pm.Bernoulli("obs", logit_p=Xd @ w + b, observed=yd)
     return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Binary()}
 
 
-def linear(n=100, d=3, seed=0):
+def linear(n=100, d=3, seed=0, w_norm=False, fitted=False):
+    """Linear regression with rows in Ball(1), y in [-1, 1] and a free sigma. ``w_norm`` adds a
+    Deterministic of w only (released); ``fitted`` one that reads the data (never released)."""
     rng = np.random.default_rng(seed)
-    X = _ball_rows(rng, n, d)
-    y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=n), -1, 1)
+    X = ball_rows(rng, n, d)
+    y = np.clip(X @ np.resize([0.5, -0.3, 0.2], d) + 0.1 * rng.normal(size=n), -1, 1)
     with pm.Model() as model:
         Xd, yd = pm.Data("X", X), pm.Data("y", y)
         w = pm.Normal("w", 0, 1, shape=d)
         b = pm.Normal("b", 0, 1)
         sigma = pm.HalfNormal("sigma", 1)
+        if w_norm:
+            pm.Deterministic("w_norm", pm.math.sqrt(pm.math.sum(w**2)))
+        if fitted:
+            pm.Deterministic("fitted", Xd @ w + b)
         pm.Normal("obs", mu=Xd @ w + b, sigma=sigma, observed=yd)
     return model, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Interval(-1, 1)}
 
