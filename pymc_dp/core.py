@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import json
@@ -326,6 +327,62 @@ class PrivateModel:
             if not (set(ancestors([det])) & private):
                 names.append(det.name)
         return names
+
+    # ------------------------------------------------------------------ other data
+    def with_data(self, data: Mapping[str, Any]) -> "PrivateModel":
+        """The same private mechanism on other private data of the same shapes.
+
+        The truncation, the budget split and the certificate depend on the model, the domains
+        and the data's *shapes* only, never on the values, so they carry over unchanged; the
+        returned PrivateModel samples a fresh copy of the truncated model holding the new values,
+        and is charged to the ledger under the new data's own fingerprint. This is what the
+        audits use to run one mechanism on neighbouring datasets.
+
+        Parameters
+        ----------
+        data : dict of str to array_like
+            New values for some or all private containers; each must lie in its declared domain
+            and have the container's current shape.
+
+        Returns
+        -------
+        PrivateModel
+            Shares this one's certificate; this one is unchanged.
+        """
+        from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
+
+        if not isinstance(data, Mapping):
+            raise DomainError("with_data needs a dict mapping private container names to new values.")
+        current = {v.name: v.get_value() for v in self.model.data_vars if v.name in self.domains}
+        values = {}
+        for name, value in data.items():
+            if name not in current:
+                raise DomainError(
+                    f"with_data: {name!r} is not a private container of this model (it has {sorted(current)})."
+                )
+            arr = np.asarray(value)
+            self.domains[name].validate(name, arr)
+            if arr.shape != current[name].shape:
+                raise DomainError(
+                    f"with_data: {name!r} has shape {arr.shape}, but the private model was certified for "
+                    f"shape {current[name].shape}; the truncation may depend on shapes, so make a new "
+                    "private model for data of another shape."
+                )
+            values[name] = arr.astype(current[name].dtype)
+        # fgraph_from_model deep-copies the data containers: the copy shares no storage with self
+        fgraph, _ = fgraph_from_model(self.model)
+        model = model_from_fgraph(fgraph, mutate_fgraph=True)
+        for name, arr in values.items():
+            model.set_data(name, arr)
+        other = copy.copy(self)
+        other.model = model
+        for cached in ("_plan", "_plan_refusal"):
+            other.__dict__.pop(cached, None)
+        private_values = {v.name: np.asarray(v.get_value()) for v in model.data_vars if v.name in self.domains}
+        other.dataset_id = fingerprint(private_values, self.certificate.domains, describe_unit(self.unit))
+        if (other.conjugate_plan is None) != (self.conjugate_plan is None):  # pragma: no cover - structure only
+            raise AssertionError("the exact sampler's availability must not depend on the data")
+        return other
 
     # ------------------------------------------------------------------ ledger
     @property

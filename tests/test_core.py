@@ -271,3 +271,32 @@ def test_sigkill_in_the_middle_of_a_release_leaves_it_pending_and_counted(tmp_pa
     spent = ledger.spent(ledger.releases()[0]["dataset"])
     assert (spent.epsilon, spent.pending) == (1.0, 1)
     assert ledger.remaining(ledger.releases()[0]["dataset"])[0] == pytest.approx(2.0)
+
+
+# --------------------------------------------------------------------------- other data
+def test_with_data_runs_the_same_mechanism_on_other_data():
+    model = coin(n=30, seed=0)
+    pmod = pymc_dp.make_private(model, epsilon=6.0, draws=1000, data=BINARY, ledger=None)
+    ones = pmod.with_data({"x": np.ones(30, dtype=int)})
+    zeros = pmod.with_data({"x": np.zeros(30, dtype=int)})
+    assert ones.certificate is pmod.certificate
+    assert len({pmod.dataset_id, ones.dataset_id, zeros.dataset_id}) == 3
+    p1 = ones.sample(random_seed=1).posterior["p"].values
+    p0 = zeros.sample(random_seed=1).posterior["p"].values
+    (c,) = pmod.certificate.factors[0].constraints
+    assert p1.mean() > 0.5 > p0.mean()  # the data moved the posterior...
+    assert p1.max() <= c["upper"] and p0.min() >= c["lower"]  # ...inside the same truncation
+    # neither the original private model nor the user's model changed
+    np.testing.assert_array_equal(pmod.model["x"].get_value(), model["x"].get_value())
+    again = pmod.sample(random_seed=1).posterior["p"].values
+    assert p0.mean() < again.mean() < p1.mean()
+
+
+def test_with_data_refuses_what_the_certificate_does_not_cover():
+    pmod = pymc_dp.make_private(coin(n=10), epsilon=2.0, draws=2, data=BINARY, ledger=None)
+    with pytest.raises(pymc_dp.DomainError, match="'x'"):
+        pmod.with_data({"x": np.full(10, 2)})  # outside Binary()
+    with pytest.raises(pymc_dp.DomainError, match="shape"):
+        pmod.with_data({"x": np.zeros(11, dtype=int)})
+    with pytest.raises(pymc_dp.DomainError, match="'z'"):
+        pmod.with_data({"z": np.zeros(10, dtype=int)})
