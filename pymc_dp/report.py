@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import math
 import re
 import warnings
@@ -657,13 +658,19 @@ def _diagnostics(posterior, release: dict, max_rows: int) -> dict:
     if not posterior.data_vars:
         out["note"] = "the release holds no variables"
         return out
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
+    # ArviZ warns (warnings and its logger) about short chains; the report's note says it once
+    az_log = getattr(az, "_log", None) or logging.getLogger("arviz")  # ArviZ 0.23: an unregistered Logger
+    level = az_log.level
+    az_log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             table = az.summary(posterior, kind="all", hdi_prob=0.94, round_to="none")
-        except Exception as err:  # noqa: BLE001 - the report must render whatever the draws are
-            out["note"] = f"ArviZ could not summarise the released draws ({type(err).__name__})"
-            return out
+    except Exception as err:  # noqa: BLE001 - the report must render whatever the draws are
+        out["note"] = f"ArviZ could not summarise the released draws ({type(err).__name__})"
+        return out
+    finally:
+        az_log.setLevel(level)
     rows = []
     for label, row in table.iterrows():
         rows.append([str(label)] + [_finite_or_none(row.get(c)) for c in _DIAG_COLUMNS])

@@ -589,3 +589,12 @@ def test_html_renders_in_headless_chromium(coin_release, coin_mcmc_release, tmp_
         assert ("MCMC caveat" in dom) == (name == "mcmc")
         console = [line for line in done.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
         assert console == []
+
+
+def test_a_single_draw_release_renders():
+    r = report(_private(models.coin, epsilon=1.0, draws=1).sample(random_seed=0))
+    d = r["diagnostics"]
+    assert d["draws_total"] == 1 and d["rows"][0][0] == "p" and d["rows"][0][-1] is None  # no R-hat
+    assert "R-hat needs at least 2 chains" in str(r) and "n/a" in str(r)
+    _check_html(r.to_html())
+    assert r["bounds"]["distinguishability"]["value"] == pytest.approx(3 * math.log(20) / (4 * 0.5))
