@@ -21,10 +21,13 @@ from pymc_dp.exceptions import (
     UnsupportedFactorError,
 )
 from pymc_dp.ledger import Ledger, Spend, default_ledger_path
+from pymc_dp.privacy_report import PrivacyReport, report
 from pymc_dp.units import Users
 
 __all__ = [
     "private",
+    "report",
+    "PrivacyReport",
     "make_private",
     "PrivateModel",
     "Certificate",

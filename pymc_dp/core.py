@@ -135,6 +135,8 @@ class PrivateModel:
         if split not in SPLITS:
             raise PrivacyError(f"split={split!r} is not a budget split; use one of {list(SPLITS)}.")
         self._ledger_arg = _check_ledger(ledger)
+        #: the InferenceData of the last release (None before the first), for the report
+        self.last_release: az.InferenceData | None = None
         self._user_model = model
         self.draws = int(draws)
         self.unit = unit
@@ -376,6 +378,7 @@ class PrivateModel:
             model.set_data(name, arr)
         other = copy.copy(self)
         other.model = model
+        other.last_release = None
         for cached in ("_plan", "_plan_refusal"):
             other.__dict__.pop(cached, None)
         private_values = {v.name: np.asarray(v.get_value()) for v in model.data_vars if v.name in self.domains}
@@ -609,7 +612,14 @@ class PrivateModel:
         assert released.sizes["chain"] * released.sizes["draw"] == self.draws
         idata = az.InferenceData(posterior=released)
         idata.attrs["pymc_dp"] = payload
+        self.last_release = idata
         return idata
+
+    def report(self, **kwargs: Any):
+        """The :class:`~pymc_dp.PrivacyReport` of this model and its last release (if any)."""
+        from pymc_dp.privacy_report import report
+
+        return report(self, **kwargs)
 
     def __repr__(self):
         c = self.certificate
