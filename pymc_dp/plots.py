@@ -20,6 +20,7 @@ matplotlib is imported when a plot is drawn, not when ``pymc_dp`` is imported.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import warnings
@@ -289,7 +290,7 @@ def _edges(lo: float, hi: float, bins: int, breaks: Sequence[float]) -> np.ndarr
     straddles a bound."""
     points = sorted({lo, hi, *(b for b in breaks if lo < b < hi)})
     width = (hi - lo) / bins
-    pieces = [np.linspace(a, b, max(1, int(math.ceil((b - a) / width - 1e-9))) + 1) for a, b in zip(points[:-1], points[1:])]
+    pieces = [np.linspace(a, b, max(1, math.ceil((b - a) / width - 1e-9)) + 1) for a, b in itertools.pairwise(points)]
     return np.unique(np.concatenate(pieces))
 
 
@@ -343,6 +344,8 @@ def _interval_panel(pmod, name, lo, hi, bins) -> _Panel:
     draws = np.asarray(ctx.draws[name], float)
     flat = draws.reshape(len(draws), -1)
     support = ctx.support(name)
+    if not all(map(math.isfinite, support)) and any(map(math.isnan, support)):
+        support = (-math.inf, math.inf)  # a support the context cannot read: do not clip the display
     q_lo, q_hi = np.quantile(flat, [0.002, 0.998])
     d_lo = min(q_lo, lo) if lo is not None else q_lo
     d_hi = max(q_hi, hi) if hi is not None else q_hi
@@ -379,7 +382,7 @@ def _interval_panel(pmod, name, lo, hi, bins) -> _Panel:
                 k = masses.size
                 note = f"prior mass kept {float(np.prod(masses)):.3g} (exact" + (f"; {k} elements, averaged)" if k > 1 else ")")
                 return _Panel(title, name, x, prior, tx, truncated, bounds, float(np.prod(masses)), note, (name,))
-        except Exception:  # noqa: BLE001 - fall back to the prior draws
+        except Exception:  # any failure of the exact density: fall back to the prior draws
             pass
     inside = np.all((flat >= (lo if lo is not None else -np.inf)) & (flat <= (hi if hi is not None else np.inf)), axis=1)
     # pool the elements: the marginal of a random element; inside = the whole vector inside
@@ -647,10 +650,11 @@ def plot_privacy_utility(
     Parameters
     ----------
     build_private : callable or pm.Model
-        ``build_private(epsilon, **private_kwargs) -> PrivateModel`` (e.g. a function decorated
-        with nothing but calling :func:`pymc_dp.make_private`), or a ``pm.Model`` made private
-        at each epsilon with ``make_private(model, epsilon=epsilon, **private_kwargs)``
-        (``private_kwargs`` must then give at least ``draws`` and ``data``).
+        ``build_private(epsilon, **private_kwargs) -> PrivateModel`` (e.g.
+        ``lambda e: pymc_dp.make_private(model, epsilon=e, draws=..., data=...)``), or a
+        ``pm.Model``, made private at each epsilon with
+        ``make_private(model, epsilon=epsilon, **private_kwargs)`` (``private_kwargs`` must then
+        give at least ``draws`` and ``data``).
     epsilons : sequence of float
         The total epsilons of one release to try.
     utility : callable

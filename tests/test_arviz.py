@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 
+import arviz as az
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import xarray as xr
 
-matplotlib.use("Agg")
+import pymc_dp
+from tests import models
 
-import arviz as az  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import xarray as xr  # noqa: E402
-
-import pymc_dp  # noqa: E402
-from tests import models  # noqa: E402
+matplotlib.use("Agg")  # no display: every figure is drawn off-screen
 
 
 @pytest.fixture(autouse=True)

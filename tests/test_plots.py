@@ -6,20 +6,19 @@ import json
 import math
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from scipy import integrate, stats
 
-matplotlib.use("Agg")
+import pymc_dp
+from pymc_dp import accounting, plots
+from pymc_dp.query import answer  # to be exported as pymc_dp.answer
+from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
+from tests import models
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from scipy import integrate, stats  # noqa: E402
-
-import pymc_dp  # noqa: E402
-from pymc_dp import accounting, plots  # noqa: E402
-from pymc_dp.query import answer  # noqa: E402  (to be exported as pymc_dp.answer)
-from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint  # noqa: E402
-from tests import models  # noqa: E402
+matplotlib.use("Agg")  # no display: every figure is drawn off-screen
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +93,7 @@ def test_epsilon_vs_draws_reads_every_source_alike(nb):
 
 
 def test_epsilon_vs_draws_from_a_number_and_with_delta_zero():
-    fig, ax = plt.subplots()
+    _, ax = plt.subplots()
     out = plots.plot_epsilon_vs_draws(0.5, delta=0.0, max_draws=30, logx=False, ax=ax)
     assert out is ax and ax.get_xscale() == "linear"
     lines = lines_by_label(ax)
@@ -201,7 +200,7 @@ def test_truncation_of_regression_ball_scale_and_intercept(linear):
     axes = plots.plot_truncation(linear)
     titles = [a.get_title() for a in axes]
     assert len(axes) == 3 and any(t.startswith("b in") for t in titles)
-    ax_w = axes[[i for i, t in enumerate(titles) if t.startswith("||w||_2")][0]]
+    ax_w = next(a for a, t in zip(axes, titles) if t.startswith("||w||_2"))
     # prior of ||w|| for w ~ Normal(0, 1) in 3 dimensions: chi(3); truncated at the radius
     x, y = _truncated(ax_w)
     assert x.max() == pytest.approx(ball.radius)
@@ -212,7 +211,7 @@ def test_truncation_of_regression_ball_scale_and_intercept(linear):
     np.testing.assert_allclose(lines_by_label(ax_w)["prior"].get_ydata(), stats.chi.pdf(px, 3), rtol=1e-9)
     assert vlines_at(ax_w, "bound") == [pytest.approx(ball.radius)]
     # sigma >= s*: one bound, the HalfNormal(1) prior renormalised above it
-    ax_s = axes[[i for i, t in enumerate(titles) if t.startswith("sigma in")][0]]
+    ax_s = next(a for a, t in zip(axes, titles) if t.startswith("sigma in"))
     assert vlines_at(ax_s, "bound") == [pytest.approx(sigma.lower)]
     x, y = _truncated(ax_s)
     assert x.min() == pytest.approx(sigma.lower)
@@ -229,7 +228,7 @@ def test_truncation_of_a_potential_plots_the_constrained_statistic():
     pmod = pymc_dp.make_private(model, epsilon=4.0, draws=4, data=domains, ledger=None)
     (c,) = pmod._constraints
     assert isinstance(c, PotentialConstraint)
-    fig, ax = plt.subplots()
+    _, ax = plt.subplots()
     out = plots.plot_truncation(pmod, ax=ax)
     assert out is ax and "(potential)" in ax.get_title()
     assert vlines_at(ax, "bound") == [pytest.approx(c.bound)]
@@ -253,7 +252,7 @@ def test_truncation_needs_the_private_model(nb):
     for obj in (idata, pmod.certificate):
         with pytest.raises(TypeError, match="needs the PrivateModel"):
             plots.plot_truncation(obj)
-    fig, axs = plt.subplots(1, 3)
+    _, axs = plt.subplots(1, 3)
     out = plots.plot_truncation(pmod, ax=axs)
     assert list(out) == list(axs[:2])
     with pytest.raises(ValueError, match="2 panels"):
