@@ -17,6 +17,9 @@ from tests import models
 
 matplotlib.use("Agg")  # no display: every figure is drawn off-screen
 
+# ArviZ 0.23's matplotlib backend uses an API that matplotlib 3.11 deprecates (removed in 3.13)
+pytestmark = pytest.mark.filterwarnings("ignore:Passing a dict or None as alias_mapping:DeprecationWarning")
+
 
 @pytest.fixture(autouse=True)
 def _close_figures():
