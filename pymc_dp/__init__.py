@@ -22,12 +22,18 @@ from pymc_dp.exceptions import (
 )
 from pymc_dp.ledger import Ledger, Spend, default_ledger_path
 from pymc_dp.privacy_report import PrivacyReport, report
+from pymc_dp.query import Answer, Decision, answer
+from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is imported when a plot is drawn)
 from pymc_dp.units import Users
 
 __all__ = [
     "private",
     "report",
     "PrivacyReport",
+    "answer",
+    "Decision",
+    "Answer",
+    "plots",
     "make_private",
     "PrivateModel",
     "Certificate",

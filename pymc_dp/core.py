@@ -307,13 +307,21 @@ class PrivateModel:
             ).epsilon
             name = max(err.mins, key=err.mins.get)
             family = next(f.family for f in self.factors if f.name == name)
+            if err.certified.get(name, True):
+                floor = f"has a per-record constant of at least {err.mins[name]:.4g} for every parameter value"
+                smallest = f"is at least {eps_min:.4g}"
+            else:  # the Potential fallback's minimum is a numerical search's, not a proof
+                floor = (
+                    f"has no parameter value with a per-record constant below {err.mins[name]:.4g} that "
+                    "a numerical search of the prior's support could find (a search, not a proof)"
+                )
+                smallest = f"appears to be about {eps_min:.4g}"
             raise BudgetExceededError(
-                f"the budget cannot be met: factor {name!r} ({family}) has a per-record constant of at "
-                f"least {err.mins[name]:.4g} for every parameter value, and the factors' smallest "
-                f"constants lift to a per-draw loss above the budget's Delta = {eps0 / 2:.4g}. The "
-                f"smallest achievable epsilon for {self.draws} draw(s) with unit={self.unit!r} is at "
-                f"least {eps_min:.4g}; raise epsilon, lower draws, or remodel the factor (e.g. "
-                "Bernoulli records instead of one Binomial count)."
+                f"the budget cannot be met: factor {name!r} ({family}) {floor}, and the factors' "
+                f"smallest constants lift to a per-draw loss above the budget's Delta = {eps0 / 2:.4g}. "
+                f"The smallest achievable epsilon for {self.draws} draw(s) with unit={self.unit!r} "
+                f"{smallest}; raise epsilon, lower draws, or remodel the factor (e.g. Bernoulli records "
+                "instead of one Binomial count)."
             ) from None
 
     def _certify_bounds(self, ctx, bounds):

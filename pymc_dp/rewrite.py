@@ -164,7 +164,8 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         mapped = graph_replace(
             L, {k: _unwrap_named(v) for k, v in memo.items() if k in model_vars and k in reached}, strict=False
         )
-        pot = model_potential(pt.switch(pt.le(mapped, c.bound), 0.0, -np.inf))
+        inside = pt.le(mapped, np.float64(c.bound))
+        pot = model_potential(pt.switch(inside, pt.constant(0.0, dtype="float64"), pt.constant(-np.inf, dtype="float64")))
         pot.name = f"{c.factor}__dp_theta_L"
         extra_outputs.append(pot)
 
@@ -217,13 +218,23 @@ def _interval_initval(lo: float, hi: float, draws: np.ndarray) -> np.ndarray:
 
 
 def _start_inside(constraints, ctx) -> dict[str, np.ndarray]:
-    """The first public prior draw that satisfies every constraint."""
+    """The first public prior draw that satisfies every constraint; failing that, a prior draw
+    with the variables of each potential replaced by the point its solver found inside the
+    region (also public: found from the prior and the rule alone)."""
     n = len(next(iter(ctx.draws.values())))
     ok = np.ones(n, bool)
     for c in constraints:
         ok &= c.contains({k: v[:n] for k, v in ctx.draws.items()})
     idx = np.nonzero(ok)[0]
-    if len(idx) == 0:
-        return {}
-    i = int(idx[0])
-    return {k: v[i] for k, v in ctx.draws.items()}
+    if len(idx):
+        i = int(idx[0])
+        return {k: v[i] for k, v in ctx.draws.items()}
+    for i in range(min(n, 100)):
+        point = {k: v[i] for k, v in ctx.draws.items()}
+        for c in constraints:
+            if isinstance(c, PotentialConstraint) and c.start is not None:
+                point.update(c.start)
+        candidate = {k: np.asarray(v)[None] for k, v in point.items()}
+        if all(bool(np.all(c.contains(candidate))) for c in constraints):
+            return point
+    return {}

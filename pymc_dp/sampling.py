@@ -163,6 +163,10 @@ def run_mcmc(
             kwargs["nuts_sampler_kwargs"] = _blackjax_chain_method(kwargs.get("nuts_sampler_kwargs"), chains)
         kwargs.setdefault("compute_convergence_checks", False)
         kwargs.setdefault("progressbar", False)
+        if nuts_sampler == "pymc" and "step" not in kwargs and _has_indicator(model):
+            # the default init jitters the start by up to 1 in the unconstrained space, which
+            # leaves a thin Theta_L region (logp -inf) on every retry: start where we are told
+            kwargs.setdefault("init", "adapt_diag")
         idata = pm.sample(
             draws=draws_per_chain,
             tune=tune,
@@ -174,6 +178,11 @@ def run_mcmc(
         )
         posterior = idata.posterior
     return posterior_only(posterior, model)
+
+
+def _has_indicator(model: pm.Model) -> bool:
+    """Whether the model carries a Theta_L indicator potential (0 inside, -inf outside)."""
+    return any(pot.name and pot.name.endswith("__dp_theta_L") for pot in model.potentials)
 
 
 def _blackjax_chain_method(sampler_kwargs, chains: int) -> dict:

@@ -83,8 +83,17 @@ class InfeasibleBudget(BudgetExceededError):
         ``lift(mins, reads, unit)``: the smallest ``Delta`` any split could meet (``>= delta``).
     """
 
-    def __init__(self, mins: Mapping[str, float], delta: float = math.nan, lifted: float = math.nan, unit: str = "record"):
+    def __init__(
+        self,
+        mins: Mapping[str, float],
+        delta: float = math.nan,
+        lifted: float = math.nan,
+        unit: str = "record",
+        certified: Mapping[str, bool] | None = None,
+    ):
         self.mins = dict(mins)
+        #: factor -> whether its minimum is the rule's own (True) or a numerical search's (False)
+        self.certified = {name: True for name in self.mins} | dict(certified or {})
         self.delta = delta
         self.lifted = lifted
         self.unit = unit
@@ -121,14 +130,18 @@ class BudgetSplit:
     evaluations: int = 0
 
 
-def min_shares(factors: Sequence[Factor], delta: float, ctx: RegionContext) -> dict[str, float]:
+def min_shares(
+    factors: Sequence[Factor], delta: float, ctx: RegionContext, certified: dict[str, bool] | None = None
+) -> dict[str, float]:
     """Each factor's minimum constant: its solver's, from a tiny share (``1e-9 * delta``, at
     least ``1e-9``).
 
     A solver that cannot reach the tiny share raises :class:`~pymc_dp.truncate.Infeasible`
     carrying its minimum ``m``; one that can gets 0. A minimum is kept only when the solver
     also refuses ``m (1 - 1e-6)``: otherwise the refusal was not a minimum (a numerical failure
-    at the tiny share) and the factor gets 0, which only widens the search.
+    at the tiny share) and the factor gets 0, which only widens the search. If ``certified`` is
+    given, it is filled with whether each minimum is the rule's own (True) or only the least
+    value a numerical search found (False, the Potential fallback).
     """
     probe = max(_PROBE * delta, _PROBE_FLOOR)
     mins = {}
@@ -139,6 +152,8 @@ def min_shares(factors: Sequence[Factor], delta: float, ctx: RegionContext) -> d
             continue
         except Infeasible as err:
             m = float(err.min_lipschitz)
+            if certified is not None:
+                certified[f.name] = err.certified
         if m > probe:
             try:
                 solve_factor(f, m * (1 - 1e-6), ctx)
@@ -312,14 +327,16 @@ def choose_split(
 
     if J == 1 or not optimise:
         if equal_regions is None:
-            mins = min_shares(factors, delta, ctx)
-            raise InfeasibleBudget(mins, float(delta), lift(mins, reads, unit), unit)
+            certified: dict[str, bool] = {}
+            mins = min_shares(factors, delta, ctx, certified)
+            raise InfeasibleBudget(mins, float(delta), lift(mins, reads, unit), unit, certified)
         return result(equal, equal_regions, "equal", {})
 
-    mins = min_shares(factors, delta, ctx)
+    certified = {}
+    mins = min_shares(factors, delta, ctx, certified)
     lifted_min = lift(mins, reads, unit)
     if lifted_min >= delta:
-        raise InfeasibleBudget(mins, float(delta), lifted_min, unit)
+        raise InfeasibleBudget(mins, float(delta), lifted_min, unit, certified)
     boundary = _Boundary(names, reads, unit, delta, mins)
 
     if equal_regions is not None:

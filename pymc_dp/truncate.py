@@ -116,6 +116,8 @@ class PotentialConstraint:
     bound: float
     vars: tuple[str, ...]
     evaluate: Callable[[dict[str, np.ndarray]], np.ndarray] = field(compare=False, repr=False)
+    #: a public point inside the region (found from the prior alone), a start for samplers
+    start: dict | None = field(default=None, compare=False, repr=False)
 
     def contains(self, draws):
         return self.evaluate(draws) <= self.bound * (1 + _TOL)
@@ -308,12 +310,18 @@ def solve_factor(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
 
 
 class Infeasible(Exception):
-    """The factor's constant cannot be brought down to its share; carries the minimum."""
+    """The factor's constant cannot be brought down to its share; carries the minimum.
 
-    def __init__(self, factor: str, min_lipschitz: float):
+    ``certified`` is True when the minimum is the rule's own (no parameter value does better),
+    False when it is the least value a numerical search found (the Potential fallback): then a
+    smaller constant may exist, and messages must not claim otherwise.
+    """
+
+    def __init__(self, factor: str, min_lipschitz: float, certified: bool = True):
         super().__init__(factor, min_lipschitz)
         self.factor = factor
         self.min_lipschitz = min_lipschitz
+        self.certified = certified
 
 
 def _plain_free_rv(expr, ctx: RegionContext) -> str | None:
@@ -639,7 +647,14 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
 
 
 def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
-    """Fallback: a ``pm.Potential`` indicator of ``{L_j(theta) <= share}``."""
+    """Fallback: a ``pm.Potential`` indicator of ``{L_j(theta) <= share}``.
+
+    The region is known to be non-empty when a public prior draw lies in it; otherwise
+    :func:`_search_minimum` minimises ``L_j`` over the prior's support from the best draws.
+    Either way the point found (public: it depends on the prior and the rule only) is kept as a
+    starting point for samplers. When nothing below the share is found, the factor is refused
+    with the least value found, flagged as *not certified* (a search, not a proof).
+    """
     L = ctx.lipschitz(factor)
     names = ctx.free_rvs_of(L)
     fn = ctx.compile_in(L, names)
@@ -657,12 +672,65 @@ def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorR
         ctx.key(factor, "potential_values"),
         lambda: compute({k: ctx.draws[k][:2000] for k in names}) if names else np.array([float(_numeric(L))]),
     )
-    min_seen = float(np.min(values))
-    if not names and min_seen > share:
-        raise Infeasible(factor.name, min_seen)
-    if names and not np.any(values <= share):
-        raise Infeasible(factor.name, min_seen)
-    return FactorRegion(factor, share, [PotentialConstraint(factor.name, share, tuple(names), evaluate)], "potential", None)
+    if not names:
+        if float(values[0]) > share:
+            raise Infeasible(factor.name, float(values[0]))
+        return FactorRegion(factor, share, [PotentialConstraint(factor.name, share, (), evaluate)], "potential", None)
+    inside = np.nonzero(values <= share)[0]
+    if len(inside):
+        start = {k: ctx.draws[k][int(inside[0])] for k in names}
+    else:
+        best, point = ctx.cached(ctx.key(factor, "potential_search"), lambda: _search_minimum(L, names, values, ctx))
+        if best > share:
+            raise Infeasible(factor.name, float(min(best, np.min(values))), certified=False)
+        start = point
+    constraint = PotentialConstraint(factor.name, share, tuple(names), evaluate, start)
+    return FactorRegion(factor, share, [constraint], "potential", None)
+
+
+def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5) -> tuple[float, dict]:
+    """Least ``L`` found by Nelder-Mead over the free RVs' unconstrained values (PyMC's value
+    transforms), from the ``starts`` best prior draws. A heuristic: it finds a point inside the
+    region, never proves there is none."""
+    model = ctx.model
+    rvs = [ctx.free[k] for k in names]
+    value_vars = [model.rvs_to_values[rv] for rv in rvs]
+    (L_values,) = model.replace_rvs_by_values([L])
+    fn = pytensor.function(value_vars, L_values, on_unused_input="ignore")
+    forward, backward = [], []
+    for rv, vv in zip(rvs, value_vars):
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is None:
+            forward.append(np.asarray)
+            backward.append(np.asarray)
+            continue
+        x = rv.type()
+        forward.append(pytensor.function([x], transform.forward(x, *rv.owner.inputs), on_unused_input="ignore"))
+        backward.append(pytensor.function([vv], transform.backward(vv, *rv.owner.inputs), on_unused_input="ignore"))
+    templates: list[np.ndarray] = []  # one unconstrained value per variable: the shapes to unpack
+
+    def unpack(z):
+        out, i = [], 0
+        for template in templates:
+            out.append(z[i : i + template.size].reshape(template.shape).astype(template.dtype))
+            i += template.size
+        return out
+
+    def objective(z):
+        value = float(fn(*unpack(z)))
+        return value if np.isfinite(value) else np.inf
+
+    best_value, best_point = np.inf, None
+    for i in np.argsort(values)[:starts]:
+        templates = [np.asarray(fwd(ctx.draws[k][int(i)]), dtype=float) for fwd, k in zip(forward, names)]
+        z0 = np.concatenate([t.ravel() for t in templates])
+        res = optimize.minimize(
+            objective, z0, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 400 * (len(z0) + 1)}
+        )
+        if res.fun < best_value:
+            best_value = float(res.fun)
+            best_point = {k: np.asarray(bwd(z)) for k, bwd, z in zip(names, backward, unpack(res.x))}
+    return best_value, best_point
 
 
 # --------------------------------------------------------------------------- prior mass
@@ -676,6 +744,8 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
         ok &= c.contains(ctx.draws)
     n = len(ok)
     p = float(ok.mean())
+    if p == 0.0:  # no draw inside: say how small the mass is, rather than that it is 0
+        return p, f"monte carlo (n={n}): no prior draw inside, mass below {3.0 / n:.2g} (95% upper bound)"
     se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
     return p, f"monte carlo (n={n}, se={se:.2g})"
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pymc as pm
+import pytest
 
 import pymc_dp
 
@@ -74,3 +75,45 @@ def test_hierarchical_prior_under_the_potential_fallback():
     p = idata.posterior["p"].values.reshape(-1, 3)
     bound = pmod.certificate.factors[0].lipschitz
     assert np.all(np.log(p.max(axis=1) / p.min(axis=1)) <= bound + 1e-9)
+
+
+def _dirichlet(a):
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        xd = pm.Data("x", rng.integers(0, 3, 40))
+        p = pm.Dirichlet("p", a=np.asarray(a, dtype=float))
+        pm.Categorical("obs", p=p, observed=xd)
+    return model
+
+
+@pytest.mark.parametrize("a", [[1, 1, 1], [1, 2, 3]])
+def test_thin_potential_region_is_found_by_search_and_sampled_inside(a):
+    # regression: no prior draw lands in {ln(max p / min p) <= 0.0125}, which once made the
+    # factor "infeasible" with a false claim; the region holds the uniform p
+    pmod = pymc_dp.make_private(_dirichlet(a), epsilon=1.0, draws=40, data={"x": pymc_dp.Integers(0, 2)}, ledger=None)
+    cert = pmod.certificate
+    assert cert.prior_mass_kept == 0.0 and "upper bound" in cert.prior_mass_method
+    np.testing.assert_allclose(pmod._initvals["p"], np.full(3, 1 / 3), atol=1e-6)
+    bound = cert.factors[0].lipschitz
+    for idata in (
+        pmod.sample(random_seed=1),
+        pmod.sample(method="mcmc", tune=100, chains=2, cores=1, random_seed=1),
+    ):
+        p = idata.posterior["p"].values.reshape(-1, 3)
+        assert np.all(np.log(p.max(axis=1) / p.min(axis=1)) <= bound + 1e-9)
+
+
+def test_infeasible_potential_factor_does_not_claim_a_proof():
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        cd = pm.Data("c", rng.integers(0, 11, 30))
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1)
+        pm.Poisson("count", mu=pm.math.exp(a + b), observed=cd)  # two free RVs: the potential path
+    with pytest.raises(pymc_dp.BudgetExceededError) as info:
+        pymc_dp.make_private(model, epsilon=1.0, draws=1, data={"c": pymc_dp.Integers(0, 10)}, ledger=None)
+    message = str(info.value)
+    assert "'count'" in message and "a search, not a proof" in message
+    assert "for every parameter value" not in message
+    # the Poisson constant on Integers(0, 10) is at least 2.86, so about 2 x 2.86 per draw
+    assert "about 5.7" in message
