@@ -26,7 +26,7 @@ from pymc_dp.domains import Domain
 from pymc_dp.exceptions import BudgetExceededError, DomainError, NotConjugateError, PrivacyError, UnsupportedFactorError
 from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
-from pymc_dp.sampling import run_mcmc
+from pymc_dp.sampling import check_backend, run_mcmc
 from pymc_dp.units import Users, check_unit, describe_unit
 from pymc_dp.ledger import Ledger, Spend, fingerprint
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
@@ -505,6 +505,8 @@ class PrivateModel:
                 raise TypeError(f"sample() does not take {key!r}: {why}.")
         if isinstance(thin, bool) or not isinstance(thin, numbers.Integral) or thin < 1:
             raise ValueError(f"thin={thin!r} must be an integer >= 1")
+        if tune is not None and (isinstance(tune, bool) or not isinstance(tune, numbers.Integral) or tune < 0):
+            raise ValueError(f"tune={tune!r} must be an integer >= 0")
         chains = self._chains(chains)
         mcmc_kwargs = {k: v for k, v in kwargs.items() if k not in _GENERAL_SAMPLE_KWARGS}
         if tune is not None:
@@ -512,6 +514,12 @@ class PrivateModel:
         if thin != 1:
             mcmc_kwargs["thin"] = thin
         exact = self._use_exact(method, mcmc_kwargs)
+        # arguments that fail in the sampler fail here, before the ledger charges the release
+        if exact:
+            rng = _exact_rng(random_seed)
+        else:
+            check_backend(str(kwargs.get("nuts_sampler", "pymc")))
+            _check_mcmc_seed(random_seed)
         ledger = self.ledger  # opened (or refused with LedgerError) before anything runs
         release = {"method": "exact" if exact else "mcmc", "chains": chains, "draws_per_chain": self.draws // chains}
         if exact:
@@ -530,7 +538,7 @@ class PrivateModel:
         )
         with spending:
             if exact:
-                posterior = self._sample_exact(chains, random_seed)
+                posterior = self._sample_exact(chains, rng)
             else:
                 initvals = dict(self._initvals)
                 user_init = kwargs.pop("initvals", None)
@@ -614,6 +622,33 @@ class PrivateModel:
     def __repr__(self):
         c = self.certificate
         return f"<PrivateModel ({c.epsilon:.4g}, {c.delta:.3g})-DP, {self.draws} draws>\n{c}"
+
+
+def _bad_seed(random_seed, err: Exception) -> Exception:
+    return type(err)(
+        f"random_seed={random_seed!r} is not a seed ({err}); give an integer >= 0, a sequence of "
+        "them, or a numpy Generator."
+    )
+
+
+def _exact_rng(random_seed) -> np.random.Generator:
+    """The exact samplers' generator for ``random_seed``."""
+    if isinstance(random_seed, np.random.Generator):
+        return random_seed
+    try:
+        return np.random.default_rng(random_seed)
+    except (TypeError, ValueError) as err:
+        raise _bad_seed(random_seed, err) from None
+
+
+def _check_mcmc_seed(random_seed) -> None:
+    """Refuse what pm.sample would refuse as a seed, without drawing from a generator."""
+    if random_seed is None or isinstance(random_seed, (np.random.Generator, np.random.RandomState)):
+        return
+    try:
+        np.random.SeedSequence(random_seed)
+    except (TypeError, ValueError) as err:
+        raise _bad_seed(random_seed, err) from None
 
 
 def make_private(
