@@ -372,6 +372,7 @@ class PrivateModel:
         # fgraph_from_model deep-copies the data containers: the copy shares no storage with self
         fgraph, _ = fgraph_from_model(self.model)
         model = model_from_fgraph(fgraph, mutate_fgraph=True)
+        _same_order(model, self.model)
         for name, arr in values.items():
             model.set_data(name, arr)
         other = copy.copy(self)
@@ -622,6 +623,18 @@ class PrivateModel:
     def __repr__(self):
         c = self.certificate
         return f"<PrivateModel ({c.epsilon:.4g}, {c.delta:.3g})-DP, {self.draws} draws>\n{c}"
+
+
+def _same_order(model: pm.Model, like: pm.Model) -> None:
+    """Order ``model``'s variable lists as ``like``'s (same names).
+
+    A FunctionGraph round trip lists independent variables in another order, and the samplers
+    draw their random numbers in the order of ``free_RVs``: without this, the same seed would
+    give other draws on the same data.
+    """
+    for attr in ("free_RVs", "observed_RVs", "potentials", "deterministics", "data_vars"):
+        rank = {v.name: i for i, v in enumerate(getattr(like, attr))}
+        getattr(model, attr).sort(key=lambda v: rank[v.name])
 
 
 def _bad_seed(random_seed, err: Exception) -> Exception:
