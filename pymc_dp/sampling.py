@@ -131,8 +131,9 @@ def run_mcmc(
         As in :func:`pymc.sample`.
     initvals : mapping
         Starting values inside Theta_L, by variable name. Every backend starts from them
-        (jittered as each backend does; a jittered start outside a potential's region has
-        logp = -inf and is redrawn).
+        (jittered as each backend does, except where Theta_L is an indicator potential: there
+        PyMC's and the JAX samplers' jitter is off by default, since a jittered start can leave
+        a tight region, and pm.sample fails after 10 redraws).
     **kwargs
         Passed to :func:`pymc.sample` (``nuts_sampler``, ``cores``, ``random_seed``,
         ``target_accept``, ``nuts_sampler_kwargs``, ...). With ``nuts_sampler="nutpie"`` the
@@ -159,6 +160,15 @@ def run_mcmc(
             model, draws=draws_per_chain, tune=tune, chains=chains, initvals=initvals, **kwargs
         )
     else:
+        if _has_region_wall(model):
+            # The start lies inside Theta_L, but PyMC's (and its JAX samplers') default init
+            # jitters it by U(-1, 1) in the transformed space, which can leave a tight region whose
+            # indicator potential is then -inf; after 10 redraws pm.sample gives up with
+            # SamplingError -- after the ledger charged the release. Start at the point itself.
+            if nuts_sampler == "pymc":
+                kwargs.setdefault("init", "adapt_diag")
+            else:
+                kwargs["nuts_sampler_kwargs"] = {"jitter": False, **(kwargs.get("nuts_sampler_kwargs") or {})}
         if nuts_sampler == "blackjax":
             kwargs["nuts_sampler_kwargs"] = _blackjax_chain_method(kwargs.get("nuts_sampler_kwargs"), chains)
         kwargs.setdefault("compute_convergence_checks", False)
@@ -174,6 +184,14 @@ def run_mcmc(
         )
         posterior = idata.posterior
     return posterior_only(posterior, model)
+
+
+#: the suffix of the indicator potentials of Theta_L (pymc_dp.rewrite): 0 inside, -inf outside
+_REGION_WALL = "__dp_theta_L"
+
+
+def _has_region_wall(model) -> bool:
+    return any((pot.name or "").endswith(_REGION_WALL) for pot in model.potentials)
 
 
 def _blackjax_chain_method(sampler_kwargs, chains: int) -> dict:
