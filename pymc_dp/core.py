@@ -258,8 +258,35 @@ class PrivateModel:
                 domains[v.name].validate(v.name, np.asarray(value))
         return domains, public
 
+    def _observed_private(self, model) -> dict:
+        """Observed RVs whose observed value reads private data, with the containers it reads.
+
+        Wherever such an RV appears inside another variable, PyMC evaluates it as its observed
+        value -- the private data -- but its graph does not show that dependence (with an
+        explicit ``shape=``, not even through its size), so ancestor checks must look for it.
+        """
+        out = {}
+        for rv in model.observed_RVs:
+            found = private_ancestors(model.rvs_to_values[rv], self._private_vars)
+            if found:
+                out[rv] = found
+        return out
+
     def _check_free_rvs(self, model):
         private = self._private_vars
+        observed = self._observed_private(model)
+
+        def through_observed(var, what):
+            names = sorted(o.name for o in ancestors([var]) if o in observed and o is not var)
+            if names:
+                data = sorted({c for o in ancestors([var]) if o in observed and o is not var for c in observed[o]})
+                raise UnsupportedFactorError(
+                    f"{what} reads the observed RV(s) {names}, which PyMC evaluates as their "
+                    f"observed values: the private data {data}. pymc_dp cannot see or bound that "
+                    "dependence; use the pm.Data container itself where a supported form allows "
+                    "it (e.g. theta[yd], not theta[y]), or remove the dependence."
+                )
+
         for rv in model.free_RVs:
             found = private_ancestors(rv, private)
             if found:
@@ -267,6 +294,7 @@ class PrivateModel:
                     f"free RV {rv.name!r} depends on private data {found} (in its parameters or "
                     "shape). A prior must not read private data: use public sizes and constants."
                 )
+            through_observed(rv, f"free RV {rv.name!r}")
         for pot in model.potentials:
             found = private_ancestors(pot, private)
             if found:
@@ -274,6 +302,12 @@ class PrivateModel:
                     f"Potential {pot.name!r} reads private data {found}; pymc_dp cannot bound an "
                     "arbitrary potential. Write that term as an observed distribution."
                 )
+            through_observed(pot, f"Potential {pot.name!r}")
+        for rv in model.observed_RVs:
+            op = rv.owner.op
+            params = op.dist_params(rv.owner) if hasattr(op, "dist_params") else rv.owner.inputs[2:]
+            for param in params:
+                through_observed(param, f"factor {rv.name!r}")
 
     def _check_record_lengths(self):
         if self.unit == "attribute":
@@ -322,7 +356,8 @@ class PrivateModel:
 
     def _releasable(self, model) -> list[str]:
         names = [rv.name for rv in model.free_RVs]
-        private = set(self._private_vars)
+        # an observed RV inside a Deterministic is evaluated as its observed value (the data)
+        private = set(self._private_vars) | set(self._observed_private(model))
         for det in model.deterministics:
             if not (set(ancestors([det])) & private):
                 names.append(det.name)
