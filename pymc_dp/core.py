@@ -229,7 +229,7 @@ class PrivateModel:
         if not isinstance(data, Mapping):
             raise DomainError("data must map each private pm.Data container's name to its domain.")
         names = {v.name for v in model.data_vars}
-        public = tuple(public)
+        public = (public,) if isinstance(public, str) else tuple(public)  # public="X": one name, not 'X'
         for name in public:
             if name not in names:
                 raise DomainError(f"public container {name!r} is not a pm.Data container of the model (it has {sorted(names)}).")

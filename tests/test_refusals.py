@@ -25,8 +25,7 @@ a typo. They too are refused before anything runs and before the ledger is touch
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,7 +56,6 @@ class Env:
     ledger: pymc_dp.Ledger  # explicit, total epsilon 1.5, 1.0 already spent on another dataset
     default_path: Path  # PYMC_DP_LEDGER: no total, one release already recorded
     monkeypatch: pytest.MonkeyPatch
-    extra: dict = field(default_factory=dict)
 
     def private(self, model, data, **kw):
         kw = {"epsilon": 1.0, "draws": 4, "ledger": self.ledger, **kw}
@@ -225,6 +223,8 @@ build("not-a-domain", DomainError, "'votes'", coin, {"votes": (0, 1)})
 build("domain-not-a-mapping", DomainError, "data", coin, [("votes", pymc_dp.Binary())])
 build("unknown-public-container", DomainError, "'ghost'", coin, COIN, public=["ghost"])
 build("public-and-private", DomainError, "'votes'", coin, COIN, public=["votes"])
+build("public-as-a-string-and-private", DomainError, "'votes'", coin, COIN, public="votes")
+build("unknown-public-container-as-a-string", DomainError, "'ghost'", coin, COIN, public="ghost")
 build("rows-differ", DomainError, ("'klass'", "'feature'"),
       lambda: classes(y=[0, 1, 1])[0], classes()[1])
 
@@ -441,6 +441,17 @@ with_data_case("with-data-strings", DomainError, "'votes'", {"votes": np.array([
 with_data_case("with-data-objects", DomainError, "'votes'", {"votes": np.array([0, 1, 1, 0], dtype=object)})
 with_data_case("with-data-unknown-container", DomainError, "'ghost'", {"ghost": np.zeros(4, dtype=int)})
 with_data_case("with-data-not-a-mapping", DomainError, "with_data", [0, 1, 1, 0])
+
+
+@case("with-data-public-container", DomainError, "'pub'")
+def _(env):
+    with pm.Model() as m:
+        xd = pm.Data("votes", np.array([0, 1, 1, 0]))
+        pm.Data("pub", np.array([1.0, 2.0]))
+        p = pm.Beta("rate", 1, 1)
+        pm.Bernoulli("ballot", p=p, observed=xd)
+    pmod = env.private(m, COIN, public=["pub"])
+    return lambda: pmod.with_data({"pub": np.array([3.0, 4.0])})
 
 
 # ---- the ledger: exhausted, unwritable, corrupted
