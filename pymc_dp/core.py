@@ -18,6 +18,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import xarray as xr
+from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp import accounting, lift
@@ -637,7 +638,9 @@ class PrivateModel:
     def _deterministics(self, names: list[str], values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Released Deterministics (functions of free RVs only), evaluated draw by draw."""
         free = [rv for rv in self.model.free_RVs if rv.name in values]
-        outs = [self.model[name] for name in names]
+        # an observed RV stands for its observed value, as in pm.sample (not for a random draw)
+        observed = {rv: self.model.rvs_to_values[rv] for rv in self.model.observed_RVs}
+        outs = graph_replace([self.model[name] for name in names], observed, strict=False)
         fn = pytensor.function(free, outs, on_unused_input="ignore")
         rows = [fn(*(values[rv.name][i] for rv in free)) for i in range(self.draws)]
         return {name: np.stack([np.asarray(r[j]) for r in rows]) for j, name in enumerate(names)}

@@ -605,3 +605,20 @@ def test_a_deterministic_of_an_observed_rv_is_withheld(method):
         warnings.simplefilter("ignore")
         idata = pmod.sample(method=method, random_seed=1, chains=2, **(MCMC if method == "mcmc" else {}))
     assert set(idata.posterior.data_vars) == {"p", "odds"}
+
+
+def test_a_deterministic_of_a_public_observed_rv_is_its_value_in_exact_releases():
+    """The released counterpart of the test above: a Deterministic of an observed RV whose data
+    are public is released, and it must be what PyMC computes -- the RV's observed value. The
+    exact path evaluated it on a random draw of the RV instead (MCMC gave 18, exact 13.7, ...)."""
+    with pm.Model() as model:
+        xd = pm.Data("x", np.array([0, 1, 1, 0]))
+        pub = pm.Data("pub", np.array([5.0, 6.0, 7.0]))
+        p = pm.Beta("p", 1, 1)
+        mu = pm.Normal("mu", 0, 1)
+        pm.Bernoulli("obs", p=p, observed=xd)
+        z = pm.Normal("z", mu, 1, observed=pub, shape=3)
+        pm.Deterministic("zsum", z.sum() + 0 * mu)
+    pmod = pymc_dp.make_private(model, epsilon=4.0, draws=4, data={"x": pymc_dp.Binary()}, public=["pub"], ledger=None)
+    idata = pmod.sample(method="exact", random_seed=1)
+    np.testing.assert_array_equal(idata.posterior["zsum"].values, np.full((2, 2), 18.0))
