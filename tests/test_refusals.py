@@ -613,3 +613,16 @@ def test_a_non_separable_function_of_one_vector_rv_is_certified_soundly_or_refus
         corners = np.array([[a, b] for a in (lo, hi) for b in (lo, hi)])
         true_sup = np.max(np.abs(corners @ np.asarray(weights)))  # |logit p|: the Bernoulli constant
         assert true_sup <= factor.lipschitz * (1 + 1e-9), (true_sup, factor.lipschitz)
+
+
+def test_what_is_not_refused(env):
+    """Inputs that look odd but are valid: numpy scalars for the budget, bool data for a
+    Binary domain, a single public container given as a string."""
+    pmod = env.private(coin(np.array([True, False, True, True])), COIN, ledger=None, epsilon=np.float64(2.0), draws=np.int64(4))
+    assert pmod.certificate.epsilon == 2.0 and pmod.draws == 4
+    with pm.Model() as m:
+        xd = pm.Data("votes", np.array([0, 1, 1, 0]))
+        pm.Data("pub", np.array([1.0, 2.0]))
+        p = pm.Beta("rate", 1, 1)
+        pm.Bernoulli("ballot", p=p, observed=xd)
+    assert env.private(m, COIN, public="pub", ledger=None).public == ("pub",)
