@@ -18,6 +18,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import xarray as xr
+from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp import accounting, lift
@@ -26,7 +27,7 @@ from pymc_dp.domains import Domain
 from pymc_dp.exceptions import BudgetExceededError, DomainError, NotConjugateError, PrivacyError, UnsupportedFactorError
 from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
-from pymc_dp.sampling import run_mcmc
+from pymc_dp.sampling import check_backend, run_mcmc
 from pymc_dp.units import Users, check_unit, describe_unit
 from pymc_dp.ledger import Ledger, Spend, fingerprint
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
@@ -231,7 +232,7 @@ class PrivateModel:
         if not isinstance(data, Mapping):
             raise DomainError("data must map each private pm.Data container's name to its domain.")
         names = {v.name for v in model.data_vars}
-        public = tuple(public)
+        public = (public,) if isinstance(public, str) else tuple(public)  # public="X": one name, not 'X'
         for name in public:
             if name not in names:
                 raise DomainError(f"public container {name!r} is not a pm.Data container of the model (it has {sorted(names)}).")
@@ -260,8 +261,35 @@ class PrivateModel:
                 domains[v.name].validate(v.name, np.asarray(value))
         return domains, public
 
+    def _observed_private(self, model) -> dict:
+        """Observed RVs whose observed value reads private data, with the containers it reads.
+
+        Wherever such an RV appears inside another variable, PyMC evaluates it as its observed
+        value -- the private data -- but its graph does not show that dependence (with an
+        explicit ``shape=``, not even through its size), so ancestor checks must look for it.
+        """
+        out = {}
+        for rv in model.observed_RVs:
+            found = private_ancestors(model.rvs_to_values[rv], self._private_vars)
+            if found:
+                out[rv] = found
+        return out
+
     def _check_free_rvs(self, model):
         private = self._private_vars
+        observed = self._observed_private(model)
+
+        def through_observed(var, what):
+            names = sorted(o.name for o in ancestors([var]) if o in observed and o is not var)
+            if names:
+                data = sorted({c for o in ancestors([var]) if o in observed and o is not var for c in observed[o]})
+                raise UnsupportedFactorError(
+                    f"{what} reads the observed RV(s) {names}, which PyMC evaluates as their "
+                    f"observed values: the private data {data}. pymc_dp cannot see or bound that "
+                    "dependence; use the pm.Data container itself where a supported form allows "
+                    "it (e.g. theta[yd], not theta[y]), or remove the dependence."
+                )
+
         for rv in model.free_RVs:
             found = private_ancestors(rv, private)
             if found:
@@ -269,6 +297,7 @@ class PrivateModel:
                     f"free RV {rv.name!r} depends on private data {found} (in its parameters or "
                     "shape). A prior must not read private data: use public sizes and constants."
                 )
+            through_observed(rv, f"free RV {rv.name!r}")
         for pot in model.potentials:
             found = private_ancestors(pot, private)
             if found:
@@ -276,6 +305,12 @@ class PrivateModel:
                     f"Potential {pot.name!r} reads private data {found}; pymc_dp cannot bound an "
                     "arbitrary potential. Write that term as an observed distribution."
                 )
+            through_observed(pot, f"Potential {pot.name!r}")
+        for rv in model.observed_RVs:
+            op = rv.owner.op
+            params = op.dist_params(rv.owner) if hasattr(op, "dist_params") else rv.owner.inputs[2:]
+            for param in params:
+                through_observed(param, f"factor {rv.name!r}")
 
     def _check_record_lengths(self):
         if self.unit == "attribute":
@@ -332,7 +367,8 @@ class PrivateModel:
 
     def _releasable(self, model) -> list[str]:
         names = [rv.name for rv in model.free_RVs]
-        private = set(self._private_vars)
+        # an observed RV inside a Deterministic is evaluated as its observed value (the data)
+        private = set(self._private_vars) | set(self._observed_private(model))
         for det in model.deterministics:
             if not (set(ancestors([det])) & private):
                 names.append(det.name)
@@ -382,6 +418,7 @@ class PrivateModel:
         # fgraph_from_model deep-copies the data containers: the copy shares no storage with self
         fgraph, _ = fgraph_from_model(self.model)
         model = model_from_fgraph(fgraph, mutate_fgraph=True)
+        _same_order(model, self.model)
         for name, arr in values.items():
             model.set_data(name, arr)
         other = copy.copy(self)
@@ -516,6 +553,8 @@ class PrivateModel:
                 raise TypeError(f"sample() does not take {key!r}: {why}.")
         if isinstance(thin, bool) or not isinstance(thin, numbers.Integral) or thin < 1:
             raise ValueError(f"thin={thin!r} must be an integer >= 1")
+        if tune is not None and (isinstance(tune, bool) or not isinstance(tune, numbers.Integral) or tune < 0):
+            raise ValueError(f"tune={tune!r} must be an integer >= 0")
         chains = self._chains(chains)
         mcmc_kwargs = {k: v for k, v in kwargs.items() if k not in _GENERAL_SAMPLE_KWARGS}
         if tune is not None:
@@ -523,6 +562,12 @@ class PrivateModel:
         if thin != 1:
             mcmc_kwargs["thin"] = thin
         exact = self._use_exact(method, mcmc_kwargs)
+        # arguments that fail in the sampler fail here, before the ledger charges the release
+        if exact:
+            rng = _exact_rng(random_seed)
+        else:
+            check_backend(str(kwargs.get("nuts_sampler", "pymc")))
+            _check_mcmc_seed(random_seed)
         ledger = self.ledger  # opened (or refused with LedgerError) before anything runs
         release = {"method": "exact" if exact else "mcmc", "chains": chains, "draws_per_chain": self.draws // chains}
         if exact:
@@ -541,7 +586,7 @@ class PrivateModel:
         )
         with spending:
             if exact:
-                posterior = self._sample_exact(chains, random_seed)
+                posterior = self._sample_exact(chains, rng)
             else:
                 initvals = dict(self._initvals)
                 user_init = kwargs.pop("initvals", None)
@@ -604,7 +649,9 @@ class PrivateModel:
     def _deterministics(self, names: list[str], values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Released Deterministics (functions of free RVs only), evaluated draw by draw."""
         free = [rv for rv in self.model.free_RVs if rv.name in values]
-        outs = [self.model[name] for name in names]
+        # an observed RV stands for its observed value, as in pm.sample (not for a random draw)
+        observed = {rv: self.model.rvs_to_values[rv] for rv in self.model.observed_RVs}
+        outs = graph_replace([self.model[name] for name in names], observed, strict=False)
         fn = pytensor.function(free, outs, on_unused_input="ignore")
         rows = [fn(*(values[rv.name][i] for rv in free)) for i in range(self.draws)]
         return {name: np.stack([np.asarray(r[j]) for r in rows]) for j, name in enumerate(names)}
@@ -632,6 +679,45 @@ class PrivateModel:
     def __repr__(self):
         c = self.certificate
         return f"<PrivateModel ({c.epsilon:.4g}, {c.delta:.3g})-DP, {self.draws} draws>\n{c}"
+
+
+def _same_order(model: pm.Model, like: pm.Model) -> None:
+    """Order ``model``'s variable lists as ``like``'s (same names).
+
+    A FunctionGraph round trip lists independent variables in another order, and the samplers
+    draw their random numbers in the order of ``free_RVs``: without this, the same seed would
+    give other draws on the same data.
+    """
+    for attr in ("free_RVs", "observed_RVs", "potentials", "deterministics", "data_vars"):
+        rank = {v.name: i for i, v in enumerate(getattr(like, attr))}
+        getattr(model, attr).sort(key=lambda v: rank[v.name])
+
+
+def _bad_seed(random_seed, err: Exception) -> Exception:
+    return type(err)(
+        f"random_seed={random_seed!r} is not a seed ({err}); give an integer >= 0, a sequence of "
+        "them, or a numpy Generator."
+    )
+
+
+def _exact_rng(random_seed) -> np.random.Generator:
+    """The exact samplers' generator for ``random_seed``."""
+    if isinstance(random_seed, np.random.Generator):
+        return random_seed
+    try:
+        return np.random.default_rng(random_seed)
+    except (TypeError, ValueError) as err:
+        raise _bad_seed(random_seed, err) from None
+
+
+def _check_mcmc_seed(random_seed) -> None:
+    """Refuse what pm.sample would refuse as a seed, without drawing from a generator."""
+    if random_seed is None or isinstance(random_seed, (np.random.Generator, np.random.RandomState)):
+        return
+    try:
+        np.random.SeedSequence(random_seed)
+    except (TypeError, ValueError) as err:
+        raise _bad_seed(random_seed, err) from None
 
 
 def make_private(

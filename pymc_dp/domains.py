@@ -55,7 +55,10 @@ class Domain:
                 f"Private data {name!r} has shape {values.shape}; {self} needs the records on "
                 f"the first axis and at least {1 + self.event_ndim} dimension(s)."
             )
-        bad = ~self._contains(values)
+        try:
+            bad = ~self._contains(values)
+        except DomainError as err:  # e.g. a Box with another feature count: name the container
+            raise DomainError(f"Private data {name!r} of shape {values.shape}: {err}") from None
         if np.any(bad):
             first = tuple(int(i) for i in np.argwhere(bad)[0])
             raise DomainError(

@@ -31,7 +31,7 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 
 from pymc_dp.domains import Ball, Box, Domain, Integers
-from pymc_dp.exceptions import UnsupportedFactorError
+from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.rules import PT, Bounds, log_density_range, rule_info
 from pymc_dp.rules.base import RuleInfo
 
@@ -176,7 +176,12 @@ class Factor:
                 "observed value is public; pymc_dp does not support this yet. Make the observed "
                 "data a private container with a declared domain."
             )
-        lo, hi = log_density_range(self.op, domain, tuple(params), PT)
+        try:
+            lo, hi = log_density_range(self.op, domain, tuple(params), PT)
+        except PrivacyError as err:  # the rules' messages name the family, not the variables
+            raise type(err)(
+                f"factor {self.name!r} observing private {self.observed_container!r}: {err}"
+            ) from None
         return hi - lo
 
     def lipschitz(self, domains, hull=None):

@@ -131,8 +131,9 @@ def run_mcmc(
         As in :func:`pymc.sample`.
     initvals : mapping
         Starting values inside Theta_L, by variable name. Every backend starts from them
-        (jittered as each backend does; a jittered start outside a potential's region has
-        logp = -inf and is redrawn).
+        (jittered as each backend does, except where Theta_L is an indicator potential: there
+        PyMC's and the JAX samplers' jitter is off by default, since a jittered start can leave
+        a tight region, and pm.sample fails after 10 redraws).
     **kwargs
         Passed to :func:`pymc.sample` (``nuts_sampler``, ``cores``, ``random_seed``,
         ``target_accept``, ``nuts_sampler_kwargs``, ...). With ``nuts_sampler="nutpie"`` the
@@ -159,14 +160,19 @@ def run_mcmc(
             model, draws=draws_per_chain, tune=tune, chains=chains, initvals=initvals, **kwargs
         )
     else:
+        if _has_region_wall(model):
+            # The start lies inside Theta_L, but PyMC's (and its JAX samplers') default init
+            # jitters it by U(-1, 1) in the transformed space, which can leave a tight region whose
+            # indicator potential is then -inf; after 10 redraws pm.sample gives up with
+            # SamplingError -- after the ledger charged the release. Start at the point itself.
+            if nuts_sampler == "pymc":
+                kwargs.setdefault("init", "adapt_diag")
+            else:
+                kwargs["nuts_sampler_kwargs"] = {"jitter": False, **(kwargs.get("nuts_sampler_kwargs") or {})}
         if nuts_sampler == "blackjax":
             kwargs["nuts_sampler_kwargs"] = _blackjax_chain_method(kwargs.get("nuts_sampler_kwargs"), chains)
         kwargs.setdefault("compute_convergence_checks", False)
         kwargs.setdefault("progressbar", False)
-        if nuts_sampler == "pymc" and "step" not in kwargs and _has_indicator(model):
-            # the default init jitters the start by up to 1 in the unconstrained space, which
-            # leaves a thin Theta_L region (logp -inf) on every retry: start where we are told
-            kwargs.setdefault("init", "adapt_diag")
         idata = pm.sample(
             draws=draws_per_chain,
             tune=tune,
@@ -180,9 +186,12 @@ def run_mcmc(
     return posterior_only(posterior, model)
 
 
-def _has_indicator(model: pm.Model) -> bool:
-    """Whether the model carries a Theta_L indicator potential (0 inside, -inf outside)."""
-    return any(pot.name and pot.name.endswith("__dp_theta_L") for pot in model.potentials)
+#: the suffix of the indicator potentials of Theta_L (pymc_dp.rewrite): 0 inside, -inf outside
+_REGION_WALL = "__dp_theta_L"
+
+
+def _has_region_wall(model) -> bool:
+    return any((pot.name or "").endswith(_REGION_WALL) for pot in model.potentials)
 
 
 def _blackjax_chain_method(sampler_kwargs, chains: int) -> dict:
