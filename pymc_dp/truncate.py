@@ -31,6 +31,10 @@ import pytensor.tensor as pt
 from pytensor.compile.mode import Mode
 from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
+from pytensor.tensor.basic import Alloc
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.shape import Reshape
+from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor
 from scipy import optimize, special, stats
 
 from pymc_dp.domains import Ball
@@ -354,6 +358,8 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     lo_s, hi_s = ctx.support(name)
     if math.isnan(lo_s):
         return None
+    if not _reads_elementwise(factor, ctx.free[name], ctx):
+        return None  # elements of v mix (z[0] - 2 z[1], softmax(z), ...): the all-equal scan would not bound the box
     shape = ctx.shapes[name]
     fn = ctx.compile_in(L, [name])
     per_elem = ctx.cached(
@@ -429,6 +435,55 @@ def _argmin_between(f, a, b):
     if math.isfinite(a) and math.isfinite(b):
         return float(optimize.minimize_scalar(f, bounds=(a, b), method="bounded").x)
     return a if math.isfinite(a) else b
+
+
+def _depends(var, rv) -> bool:
+    return rv in set(ancestors([var], blockers=[rv]))
+
+
+def _elementwise_of(var, rv) -> bool:
+    """Each element of ``var`` is a function of at most one element of ``rv``."""
+    if var is rv or not _depends(var, rv):
+        return True
+    node = var.owner
+    if node is None:  # pragma: no cover - a root that depends on rv is rv itself
+        return False
+    op = node.op
+    if isinstance(op, Elemwise):
+        reading = [i for i in node.inputs if _depends(i, rv)]
+        return len(reading) == 1 and _elementwise_of(reading[0], rv)
+    if isinstance(op, DimShuffle):
+        return _elementwise_of(node.inputs[0], rv)
+    if isinstance(op, (Subtensor, AdvancedSubtensor, AdvancedSubtensor1, Reshape, Alloc)):
+        return not any(_depends(i, rv) for i in node.inputs[1:]) and _elementwise_of(node.inputs[0], rv)
+    return False
+
+
+def _reads_elementwise(factor, rv, ctx: RegionContext) -> bool:
+    """Whether each element of the factor's constant depends on one element of ``rv`` only.
+
+    Exactly one parameter may read ``rv``; a parameter with core dimensions (Categorical's
+    ``p``) mixes its elements in the rule itself; an index form must index ``rv`` itself.
+    """
+    ndims = getattr(factor.op, "ndims_params", None) or (0,) * len(factor.forms)
+    reading = 0
+    for form, core in zip(factor.forms, ndims):
+        while isinstance(form, LinkForm):  # increasing elementwise links
+            form = form.inner
+        if isinstance(form, IndexForm):
+            if form.table is not rv and not (_plain_free_rv(form.table, ctx) == rv.name):
+                return False
+            reading += 1
+            continue
+        if isinstance(form, PointForm):
+            if not _depends(form.expr, rv):
+                continue
+            if core or not _elementwise_of(form.expr, rv):
+                return False
+            reading += 1
+            continue
+        return False  # affine forms are solve_affine's
+    return reading == 1
 
 
 def _forms(factor):

@@ -590,7 +590,6 @@ def _contrast(weights):
     return m
 
 
-@pytest.mark.xfail(strict=True, reason="truncate.solve_scalar: unsound for non-separable functions of one vector RV (reported)")
 @pytest.mark.parametrize(
     "weights",
     [
