@@ -38,6 +38,7 @@ is **not** differentially private, and it spends nothing from the budget ledger.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import math
@@ -499,35 +500,40 @@ class _DataSpace:
         return sorted(ks)
 
     # ------------------------------------------------------------------ neighbours
-    def _representative_rows(self, data: dict, containers: Sequence[str]) -> list[int]:
+    def _row_groups(self, data: dict, containers: Sequence[str]) -> list[np.ndarray]:
+        """Rows grouped by content (the containers' values, and the public per-row data)."""
         n = self.n[containers[0]]
-        keys = {}
-        for i in range(n):
-            k = b"".join(_key(data[c][i]) for c in containers)
-            if self.rows is not None:
-                k += b"".join(_key(v[i]) for v in self.public_rows.values())
-            keys.setdefault(k, []).append(i)
-        groups = list(keys.values())
+        cols = [np.asarray(data[c], float).reshape(n, -1) for c in containers]
+        if self.rows is not None and n == self.rows:
+            cols += [np.asarray(v, float).reshape(n, -1) for v in self.public_rows.values()]
+        table = np.concatenate(cols, axis=1)
+        _, inverse = np.unique(table, axis=0, return_inverse=True)
+        inverse = np.asarray(inverse).reshape(-1)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.flatnonzero(np.diff(inverse[order])) + 1
+        return np.split(order, bounds)
+
+    def _representative_rows(self, data: dict, containers: Sequence[str]) -> list[int]:
+        """The first and last row of up to ``max_rows`` groups of identical rows."""
+        groups = self._row_groups(data, containers)
         if len(groups) > self.max_rows:
             pick = self.rng.choice(len(groups), size=self.max_rows, replace=False)
             groups = [groups[i] for i in sorted(pick)]
-        rows = []
+        rows = set()
         for g in groups:
-            rows.append(g[0])
-            if len(g) > 1:
-                rows.append(g[-1])
-        return sorted(set(rows))
+            rows.add(int(g[0]))
+            rows.add(int(g[-1]))
+        return sorted(rows)
 
     def user_groups(self, data: dict) -> list[np.ndarray]:
         unit: Users = self.unit
         n = self.rows
-        m = unit.max_rows
         if unit.ids is not None:
             ids = np.asarray(unit.ids)
-            users = {}
-            for i, u in enumerate(ids.tolist()):
-                users.setdefault(u, []).append(i)
-            groups = [np.array(g) for g in users.values()]
+            _, inverse = np.unique(ids, return_inverse=True)
+            inverse = np.asarray(inverse).reshape(-1)
+            order = np.argsort(inverse, kind="stable")
+            groups = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
             keyed = {}
             for g in groups:
                 k = b"".join(sorted(b"".join(_key(data[c][i]) for c in self.names) for i in g))
@@ -537,17 +543,17 @@ class _DataSpace:
                 pick = self.rng.choice(len(groups), size=self.max_rows, replace=False)
                 groups = [groups[i] for i in sorted(pick)]
             return groups
-        m = min(m, n)
+        m = min(unit.max_rows, n)
         groups = []
-        for i in self._representative_rows(data, self.names):
-            same = [j for j in range(n) if all(np.array_equal(data[c][j], data[c][i]) for c in self.names)]
-            g = same[:m] if i == same[0] else same[-m:]
-            if len(g) < m:
-                extra = [j for j in range(n) if j not in g][: m - len(g)]
-                g = sorted(g + extra)
-            groups.append(np.array(g))
+        for same in self._row_groups(data, self.names)[: self.max_rows]:
+            for g in (same[:m], same[-m:]):
+                g = list(g)
+                if len(g) < m:
+                    taken = set(g)
+                    g = sorted(g + [j for j in range(n) if j not in taken][: m - len(g)])
+                groups.append(np.array(g))
         groups += [np.arange(m), np.arange(n - m, n)]
-        keyed = {tuple(g.tolist()): g for g in groups}
+        keyed = {tuple(int(i) for i in g): g for g in groups}
         return list(keyed.values())
 
     def changes(self, data: dict):
@@ -822,7 +828,7 @@ def _audit_exact(pmod, space: _DataSpace, pairs, progress) -> dict:
     cache = {}
 
     def posterior(data):
-        key = b"".join(_key(data[c]) for c in space.names)
+        key = hashlib.blake2b(b"".join(_key(data[c]) for c in space.names), digest_size=16).digest()
         if key not in cache:
             if len(cache) > 4096:
                 cache.clear()
@@ -906,6 +912,13 @@ class _GridModel:
             rows.append(lp.sum(axis=tuple(range(1, lp.ndim))) if lp.ndim > 1 else lp)
         data_vars = [v for v in plain.data_vars if v.name in space.names]
         self.data_names = [v.name for v in data_vars]
+        # public containers aligned with the rows are inputs too, so that a few rows can be
+        # evaluated alone (verified against a full evaluation before it is relied on)
+        row_public = [v for v in plain.data_vars if v.name in space.public_rows]
+        self.row_public = {v.name: np.asarray(v.get_value()) for v in row_public}
+        self.subset_ok = space.rows is not None
+        self._subset_checked = False
+        data_vars = data_vars + row_public
         inputs = {v: v.type() for v in data_vars}
         outs = clone_replace([base, *rows], replace=inputs)
         names = list(sizes)
@@ -1013,18 +1026,47 @@ class _GridModel:
         self._region_cache[key] = ok
         return ok
 
-    def evaluate(self, vals, data: dict, chunk_cells=4_000_000):
-        """``(base (G,), [rows_j (G, n_j)])`` at the grid points for dataset ``data``."""
+    def _call(self, vals, args, n, chunk_cells=4_000_000):
         g = len(next(iter(vals.values())))
-        n = max(np.asarray(v).shape[0] for v in data.values())
         step = max(1, chunk_cells // max(n, 1))
         outs = None
         for s in range(0, g, step):
             part = [vals[nm][s : s + step] for nm in self.names]
-            res = self._fn(*part, *[data[c] for c in self.data_names])
+            res = self._fn(*part, *args)
             outs = [[r] for r in res] if outs is None else [o + [r] for o, r in zip(outs, res)]
-        res = [np.concatenate(o, axis=0) for o in outs]
+        return [np.concatenate(o, axis=0) for o in outs]
+
+    def evaluate(self, vals, data: dict):
+        """``(base (G,), {factor: rows (G, n_j)})`` at the grid points for dataset ``data``."""
+        args = [data[c] for c in self.data_names if c not in self.row_public] + list(self.row_public.values())
+        n = max(np.asarray(v).shape[0] for v in data.values())
+        res = self._call(vals, args, n)
         return res[0], dict(zip(self.factor_names, res[1:]))
+
+    def evaluate_rows(self, vals, data: dict, rows: np.ndarray) -> dict:
+        """``{factor: (G, len(rows))}``: the row log-likelihoods of ``rows`` only, evaluated on
+        those rows alone where that is verified to agree with a full evaluation."""
+        if self.subset_ok:
+            args = [data[c][rows] for c in self.data_names if c not in self.row_public]
+            args += [v[rows] for v in self.row_public.values()]
+            try:
+                res = self._call(vals, args, len(rows))
+                out = dict(zip(self.factor_names, res[1:]))
+            except Exception:
+                self.subset_ok = False
+            else:
+                if self._subset_checked:
+                    return out
+                full = self.evaluate(vals, data)[1]
+                same = all(
+                    np.allclose(out[f], full[f][:, rows], rtol=1e-10, atol=1e-10, equal_nan=True) for f in self.factor_names
+                )
+                self._subset_checked = True
+                if same:
+                    return out
+                self.subset_ok = False
+        full = self.evaluate(vals, data)[1]
+        return {f: v[:, rows] for f, v in full.items()}
 
     def grid(self, data):
         """An adaptive grid for dataset ``data``: the wide grid (the whole region) and a dense
@@ -1155,18 +1197,23 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, progress, gm=N
         lp_x = np.where(inside, base + total_x, -np.inf)
         lz_x, lz_x_half = _logsumexp(lp_x + logw), _logsumexp(lp_x + logw_half)
         subs = {}
+        pending = changes if changes is not None else [(ch, new, None) for ch, new in space.changes(x)]
+        touched_rows = sorted({int(i) for _, new, _ in pending if new is not None for (rws, _) in new.values() for i in np.atleast_1d(rws)})
+        pos = {r: j for j, r in enumerate(touched_rows)}
+        rows_arr = np.array(touched_rows, dtype=int)
+        rows_x_t = {f: v[:, rows_arr] for f, v in rows_x.items()} if touched_rows else {}
 
         def substituted(new):
-            """Row log-likelihoods of the data with whole containers set to the new row values."""
+            """Row log-likelihoods (touched rows only) of the data with whole containers set
+            to the new row values."""
             key = tuple((c, _key(np.asarray(v))) for c, (_, v) in sorted(new.items()))
             if key not in subs:
                 data = dict(x)
                 for c, (_, v) in new.items():
                     data[c] = np.broadcast_to(np.asarray(v).astype(space.dtypes[c]), x[c].shape).copy()
-                subs[key] = gm.evaluate(vals, data)[1]
+                subs[key] = gm.evaluate_rows(vals, data, rows_arr)
             return subs[key]
 
-        pending = changes if changes is not None else [(ch, new, None) for ch, new in space.changes(x)]
         for change, new, y in pending:
             if y is not None:  # a given pair: evaluate y directly
                 rows_y = gm.evaluate(vals, y)[1]
@@ -1175,11 +1222,12 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, progress, gm=N
                 rows_s = substituted(new)
                 touched = set(new)
                 dl = np.zeros(len(base))
+                rws = np.unique(np.concatenate([np.atleast_1d(new[c][0]) for c in touched]))
+                cols = [pos[int(i)] for i in rws]
                 for f in gm.factor_names:
                     if not (gm.reads[f] & touched):
                         continue
-                    rws = np.unique(np.concatenate([np.atleast_1d(new[c][0]) for c in touched]))
-                    dl = dl + rows_x[f][:, rws].sum(axis=1) - rows_s[f][:, rws].sum(axis=1)
+                    dl = dl + rows_x_t[f][:, cols].sum(axis=1) - rows_s[f][:, cols].sum(axis=1)
                 if not checked_locality:
                     y_direct = space.apply(x, new)
                     rows_y = gm.evaluate(vals, y_direct)[1]
