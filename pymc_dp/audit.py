@@ -48,7 +48,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy import special as sc
-from scipy import stats
 
 from pymc_dp.domains import Ball, Box, Integers, Interval
 from pymc_dp.exceptions import PrivacyError
@@ -379,7 +378,7 @@ def _row_candidates(domain, row_shape, levels, rng, cap=64) -> list[np.ndarray]:
 def _random_rows(domain, shape, rng) -> np.ndarray:
     """A dataset of ``shape`` with rows uniform in the domain (continuous or discrete)."""
     if isinstance(domain, Ball):
-        n, d = shape[0], shape[-1]
+        d = shape[-1]
         u = _unit_vectors(rng, int(np.prod(shape[:-1])), d)
         rad = domain.radius * rng.random(len(u)) ** (1.0 / d)
         return (u * rad[:, None]).reshape(shape)
@@ -819,7 +818,7 @@ def _exact_curve(post_x, post_y, norm_x, norm_y, contrib, sign, theta):
     return {"x": t, "y": gx - gy + others, "label": label}
 
 
-def _audit_exact(pmod, space: _DataSpace, pairs, progress) -> dict:
+def _audit_exact(pmod, space: _DataSpace, pairs) -> dict:
     plan = pmod.conjugate_plan
     if plan is None:
         raise AuditError(f"method='exact' needs a conjugate model: {pmod.exact_unavailable}")
@@ -891,7 +890,6 @@ class _GridModel:
             )
         self.dim = dim
         self.shapes = sizes
-        self.coords = [(name, idx) for name, s in sizes.items() for idx in np.ndindex(*s)] if sizes else []
         self.coords = [(name, idx) for name, s in sizes.items() for idx in (np.ndindex(*s) if s else [()])]
         self.supports = [self._support(user, name) for name, _ in self.coords]
         plain = remove_value_transforms(user)
@@ -1176,70 +1174,65 @@ def _logsumexp(a):
     return float(m + np.log(np.sum(np.exp(a - m))))
 
 
-def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, progress, gm=None) -> dict:
+def _substituted_rows(gm, space, x, vals, new, rows, cache):
+    """Row log-likelihoods (of ``rows`` only) of ``x`` with each changed container set, in every
+    row, to its new row value: row ``i`` of the result is row ``i`` of the neighbour that changes
+    row ``i`` (factors read one row at a time; checked once per audit)."""
+    key = tuple((c, _key(np.asarray(v))) for c, (_, v) in sorted(new.items()))
+    if key not in cache:
+        data = dict(x)
+        for c, (_, v) in new.items():
+            data[c] = np.broadcast_to(np.asarray(v).astype(space.dtypes[c]), x[c].shape).copy()
+        cache[key] = gm.evaluate_rows(vals, data, rows)
+    return cache[key]
+
+
+def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, gm=None) -> dict:
     gm = gm or _GridModel(pmod, space)
     best = None
     count = 0
     worst_err = 0.0
-    items = []
     if given_pairs is not None:
-        for label, x, change, y in given_pairs:
-            items.append((label, x, [(change, None, y)]))
+        items = [(label, x, [(change, None, y)]) for label, x, change, y in given_pairs]
     else:
-        for label, x in bases:
-            items.append((label, x, None))
+        items = [(label, x, None) for label, x in bases]
     checked_locality = False
     per_base = {}
     for label, x, changes in items:
         axes, vals, logw, logw_half, inside = gm.grid(x)
         base, rows_x = gm.evaluate(vals, x)
-        total_x = sum(r.sum(axis=1) for r in rows_x.values())
-        lp_x = np.where(inside, base + total_x, -np.inf)
+        lp_x = np.where(inside, base + sum(r.sum(axis=1) for r in rows_x.values()), -np.inf)
         lz_x, lz_x_half = _logsumexp(lp_x + logw), _logsumexp(lp_x + logw_half)
-        subs = {}
+        cache = {}
         pending = changes if changes is not None else [(ch, new, None) for ch, new in space.changes(x)]
-        touched_rows = sorted({int(i) for _, new, _ in pending if new is not None for (rws, _) in new.values() for i in np.atleast_1d(rws)})
-        pos = {r: j for j, r in enumerate(touched_rows)}
-        rows_arr = np.array(touched_rows, dtype=int)
-        rows_x_t = {f: v[:, rows_arr] for f, v in rows_x.items()} if touched_rows else {}
-
-        def substituted(new):
-            """Row log-likelihoods (touched rows only) of the data with whole containers set
-            to the new row values."""
-            key = tuple((c, _key(np.asarray(v))) for c, (_, v) in sorted(new.items()))
-            if key not in subs:
-                data = dict(x)
-                for c, (_, v) in new.items():
-                    data[c] = np.broadcast_to(np.asarray(v).astype(space.dtypes[c]), x[c].shape).copy()
-                subs[key] = gm.evaluate_rows(vals, data, rows_arr)
-            return subs[key]
-
+        touched = sorted({int(i) for _, new, _ in pending if new is not None for rws, _ in new.values() for i in np.atleast_1d(rws)})
+        pos = {r: j for j, r in enumerate(touched)}
+        rows_arr = np.array(touched, dtype=int)
+        rows_x_t = {f: v[:, rows_arr] for f, v in rows_x.items()}
         for change, new, y in pending:
             if y is not None:  # a given pair: evaluate y directly
                 rows_y = gm.evaluate(vals, y)[1]
                 dl = sum(rows_x[f].sum(axis=1) - rows_y[f].sum(axis=1) for f in gm.factor_names)
             else:
-                rows_s = substituted(new)
-                touched = set(new)
+                rows_s = _substituted_rows(gm, space, x, vals, new, rows_arr, cache)
+                containers = set(new)
+                cols = [pos[int(i)] for i in np.unique(np.concatenate([np.atleast_1d(new[c][0]) for c in containers]))]
                 dl = np.zeros(len(base))
-                rws = np.unique(np.concatenate([np.atleast_1d(new[c][0]) for c in touched]))
-                cols = [pos[int(i)] for i in rws]
                 for f in gm.factor_names:
-                    if not (gm.reads[f] & touched):
-                        continue
-                    dl = dl + rows_x_t[f][:, cols].sum(axis=1) - rows_s[f][:, cols].sum(axis=1)
+                    if gm.reads[f] & containers:
+                        dl = dl + rows_x_t[f][:, cols].sum(axis=1) - rows_s[f][:, cols].sum(axis=1)
                 if not checked_locality:
-                    y_direct = space.apply(x, new)
-                    rows_y = gm.evaluate(vals, y_direct)[1]
+                    rows_y = gm.evaluate(vals, space.apply(x, new))[1]
                     direct = sum(rows_x[f].sum(axis=1) - rows_y[f].sum(axis=1) for f in gm.factor_names)
                     ok = np.isfinite(direct) & np.isfinite(dl) & inside
                     if not np.allclose(direct[ok], dl[ok], rtol=1e-8, atol=1e-8):
-                        raise AuditError("a private factor reads several rows at once: the numerical audit needs row-local factors")
+                        raise AuditError(
+                            "a private factor reads several rows at once: the numerical audit needs row-local factors"
+                        )
                     checked_locality = True
-            lp_y = lp_x - dl
-            lz_y, lz_y_half = _logsumexp(np.where(inside, lp_y, -np.inf) + logw), _logsumexp(np.where(inside, lp_y, -np.inf) + logw_half)
-            C = lz_x - lz_y
-            err = abs(C - (lz_x_half - lz_y_half))
+            lp_y = np.where(inside, lp_x - dl, -np.inf)
+            C = lz_x - _logsumexp(lp_y + logw)
+            err = abs(C - (lz_x_half - _logsumexp(lp_y + logw_half)))
             g = np.where(inside, dl - C, np.nan)
             with np.errstate(invalid="ignore"):
                 absg = np.where(np.isfinite(g), np.abs(g), np.where(np.isnan(g), -1.0, np.inf))
@@ -1247,7 +1240,7 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, progress, gm=N
             value = float(absg[j])
             count += 1
             if id(x) not in per_base or value > per_base[id(x)][0]:
-                per_base[id(x)] = (value, label, x, change, y if y is not None else new)
+                per_base[id(x)] = (value, label, x, change, new, y)
             if best is None or value > best[0]:
                 worst_err = err
                 best = (value, float(g[j]), {nm: vals[nm][j].tolist() for nm in gm.names}, label, x,
@@ -1255,39 +1248,33 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, progress, gm=N
     if best is None:
         raise AuditError("the search found no neighbouring pair")
     value, signed, theta, label, x, y, change, axes, g, j = best
-    curve = _numerical_curve(gm, axes, g, j)
     witness = Witness(_freeze(x), _freeze(y), change, signed, theta, None, label)
     notes = (
         f"quadrature: trapezoid on an adaptive grid ({' x '.join(str(len(a)) for a in axes)} points); error of the "
         f"worst pair's log-normaliser difference estimated by halving the grid: {worst_err:.2g}",
     )
-    top = sorted(per_base.values(), key=lambda t: -t[0])
-    cands = []
-    for _, lab, xx, ch, yy in top:
-        if not (isinstance(yy, dict) and set(yy) == set(xx) and all(isinstance(v, np.ndarray) for v in yy.values())):
-            yy = space.apply(xx, yy)
-        cands.append((lab, xx, ch, yy))
-    return {"measured": value, "pairs": count, "witness": witness, "curve": curve, "error": float(worst_err),
-            "notes": notes, "candidates": cands}
+    cands = [
+        (lab, xx, ch, yy if yy is not None else space.apply(xx, nw))
+        for _, lab, xx, ch, nw, yy in sorted(per_base.values(), key=lambda t: -t[0])
+    ]
+    return {"measured": value, "pairs": count, "witness": witness, "curve": _numerical_curve(gm, axes, g, j),
+            "error": float(worst_err), "notes": notes, "candidates": cands}
 
 
 def _numerical_curve(gm, axes, g, j):
+    """The log-ratio along the grid line through the worst point (the axis where it varies most)."""
     shape = [len(a) for a in axes]
-    idx = np.unravel_index(j, shape)
     g = g.reshape(shape)
     if gm.dim == 1:
-        line, x = g, axes[0]
-        label = gm.coords[0][0]
+        line, x, k = g, axes[0], 0
     else:
-        sl = [idx[0], slice(None)] if True else None
-        line0, line1 = g[:, idx[1]], g[idx[0], :]
-        k = 0 if np.nanmax(np.abs(line0)) >= np.nanmax(np.abs(line1)) else 1
-        line = line0 if k == 0 else line1
-        x = axes[k]
-        label = f"{gm.coords[k][0]}{list(gm.coords[k][1]) if gm.coords[k][1] else ''}"
-        del sl
+        i0, i1 = np.unravel_index(j, shape)
+        lines = [g[:, i1], g[i0, :]]
+        k = int(np.nanmax(np.abs(lines[1])) > np.nanmax(np.abs(lines[0])))
+        line, x = lines[k], axes[k]
+    name, idx = gm.coords[k]
     ok = np.isfinite(line)
-    return {"x": x[ok], "y": line[ok], "label": label}
+    return {"x": x[ok], "y": line[ok], "label": f"{name}{list(idx) if idx else ''}"}
 
 
 # =========================================================================== statistical audit
@@ -1384,9 +1371,7 @@ def _best_event(sx, sy, alpha):
     side, num = rows[r][0], rows[r][1]
     best = (float(lbs[r, j]), float(ests[r, j]), float(ts[j]), side, num)
     top = np.argmax(lbs, axis=0)
-    cols = np.arange(len(ts))
     curve = {float(t): (float(lbs[top[i], i]), float(ests[top[i], i])) for i, t in enumerate(ts)}
-    del cols
     return best, curve
 
 
@@ -1611,11 +1596,11 @@ def audit(
     bases = None
     if method == "exact":
         bases = space.bases() if given is None else []
-        res = _audit_exact(private_model, space, given if given is not None else _pairs_from_search(space, bases), None)
+        res = _audit_exact(private_model, space, given if given is not None else _pairs_from_search(space, bases))
     elif method == "numerical":
         gm = gm or _GridModel(private_model, space)
         bases = space.bases() if given is None else []
-        res = _audit_numerical(private_model, space, bases, given, None, gm)
+        res = _audit_numerical(private_model, space, bases, given, gm)
         notes += list(res.get("notes", ()))
     else:
         if sampler == "auto":
@@ -1645,9 +1630,9 @@ def audit(
             # often reached where neither posterior has mass, where no sampling can see it)
             b = space.bases()
             if has_plan:
-                found = _audit_exact(private_model, space, _pairs_from_search(space, b), None)
+                found = _audit_exact(private_model, space, _pairs_from_search(space, b))
             else:
-                found = _audit_numerical(private_model, space, b[: min(max_bases, 64)], None, None, gm)
+                found = _audit_numerical(private_model, space, b[: min(max_bases, 64)], None, gm)
             chosen = _choose_pair(private_model, found["candidates"], sampler=sampler, gm=gm, runs=runs, alpha=alpha, rng=rng)
             pair = chosen[1]
             notes.append(
