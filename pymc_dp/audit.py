@@ -288,6 +288,15 @@ class AuditResult:
             ax.axhline(-self.claimed, color="C3", ls="--", lw=1)
             ax.set_xlabel(c.get("label", "theta"))
             ax.set_ylabel("log-ratio")
+            if "density_x" in c:  # where the two posteriors put their mass (right axis)
+                twin = ax.twinx()
+                twin.fill_between(c["x"], c["density_x"], color="C1", alpha=0.25, lw=0, label="posterior | x")
+                twin.fill_between(c["x"], c["density_y"], color="C2", alpha=0.25, lw=0, label="posterior | y")
+                twin.set_ylabel("density")
+                twin.set_ylim(bottom=0)
+                twin.legend(loc="lower right", fontsize="small")
+                ax.set_zorder(twin.get_zorder() + 1)  # the log-ratio in front of the densities
+                ax.patch.set_visible(False)
         ax.axhline(self.claimed, color="C3", ls="--", lw=1, label=f"claim {self.claimed:.3g}")
         ax.set_title(f"{self.method} audit: {self.verdict} (measured {self.measured:.3g})")
         ax.legend(loc="best", fontsize="small")
@@ -319,13 +328,15 @@ def clopper_pearson(k, n, alpha):
     return lower, upper
 
 
-def _log_cp_ratio(k1, n1, k2, n2, alpha):
-    """Lower bound on ``ln(p1 / p2)`` from counts ``k1 / n1`` and ``k2 / n2``, each of the two
-    Clopper-Pearson bounds at level ``1 - alpha`` (so jointly at ``1 - 2 alpha``). Vectorised."""
+def _log_cp_ratio(k1, n1, k2, n2, alpha, delta=0.0):
+    """Lower bound on epsilon from ``P1 <= e^eps P2 + delta`` with counts ``k1 / n1`` and ``k2 / n2``:
+    ``ln((p1_lower - delta) / p2_upper)``, each Clopper-Pearson bound at level ``1 - alpha`` (so
+    jointly at ``1 - 2 alpha``). Vectorised."""
     lo, _ = clopper_pearson(k1, n1, alpha)
     _, hi = clopper_pearson(k2, n2, alpha)
-    with np.errstate(divide="ignore"):
-        out = np.where(np.asarray(lo) > 0, np.log(lo) - np.log(hi), -np.inf)
+    lo = np.asarray(lo) - delta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(lo > 0, np.log(np.maximum(lo, 1e-300)) - np.log(hi), -np.inf)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -815,7 +826,7 @@ def _exact_curve(post_x, post_y, norm_x, norm_y, contrib, sign, theta):
             gy = -0.5 * ((t - py["mu"][e]) / py["sigma"][e]) ** 2 - ny
     shape = px["shape"]
     label = name if shape == () else f"{name}{list(np.unravel_index(e, shape))}"
-    return {"x": t, "y": gx - gy + others, "label": label}
+    return {"x": t, "y": gx - gy + others, "label": label, "density_x": np.exp(gx), "density_y": np.exp(gy)}
 
 
 def _audit_exact(pmod, space: _DataSpace, pairs) -> dict:
@@ -1244,10 +1255,10 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, gm=None) -> di
             if best is None or value > best[0]:
                 worst_err = err
                 best = (value, float(g[j]), {nm: vals[nm][j].tolist() for nm in gm.names}, label, x,
-                        y if y is not None else space.apply(x, new), change, axes, g, j)
+                        y if y is not None else space.apply(x, new), change, axes, g, j, (lp_x, lp_y))
     if best is None:
         raise AuditError("the search found no neighbouring pair")
-    value, signed, theta, label, x, y, change, axes, g, j = best
+    value, signed, theta, label, x, y, change, axes, g, j, dens = best
     witness = Witness(_freeze(x), _freeze(y), change, signed, theta, None, label)
     notes = (
         f"quadrature: trapezoid on an adaptive grid ({' x '.join(str(len(a)) for a in axes)} points); error of the "
@@ -1257,11 +1268,11 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, gm=None) -> di
         (lab, xx, ch, yy if yy is not None else space.apply(xx, nw))
         for _, lab, xx, ch, nw, yy in sorted(per_base.values(), key=lambda t: -t[0])
     ]
-    return {"measured": value, "pairs": count, "witness": witness, "curve": _numerical_curve(gm, axes, g, j),
+    return {"measured": value, "pairs": count, "witness": witness, "curve": _numerical_curve(gm, axes, g, j, dens),
             "error": float(worst_err), "notes": notes, "candidates": cands}
 
 
-def _numerical_curve(gm, axes, g, j):
+def _numerical_curve(gm, axes, g, j, dens=None):
     """The log-ratio along the grid line through the worst point (the axis where it varies most)."""
     shape = [len(a) for a in axes]
     g = g.reshape(shape)
@@ -1274,7 +1285,20 @@ def _numerical_curve(gm, axes, g, j):
         line, x = lines[k], axes[k]
     name, idx = gm.coords[k]
     ok = np.isfinite(line)
-    return {"x": x[ok], "y": line[ok], "label": f"{name}{list(idx) if idx else ''}"}
+    out = {"x": x[ok], "y": line[ok], "label": f"{name}{list(idx) if idx else ''}"}
+    if dens is not None:
+        lines = []
+        for lp in dens:
+            lp = lp.reshape(shape)
+            if gm.dim == 1:
+                seg = lp
+            else:
+                i0, i1 = np.unravel_index(j, shape)
+                seg = lp[:, i1] if k == 0 else lp[i0, :]
+            seg = seg[ok]
+            lines.append(np.exp(seg - np.max(seg)) if np.any(np.isfinite(seg)) else np.zeros_like(seg))
+        out["density_x"], out["density_y"] = lines
+    return out
 
 
 # =========================================================================== statistical audit
@@ -1349,7 +1373,7 @@ def _events(sx: np.ndarray, sy: np.ndarray, max_thresholds=256):
     return ts, np.searchsorted(xs, ts, side="right"), np.searchsorted(ys, ts, side="right")
 
 
-def _best_event(sx, sy, alpha):
+def _best_event(sx, sy, alpha, delta=0.0):
     """Over thresholds, sides (``<=``, ``>``) and directions (``x`` or ``y`` in the numerator), the
     event with the largest Clopper-Pearson lower bound on the log-ratio of its probabilities.
     Returns ``(bound, estimate, threshold, side, numerator)`` and, per threshold, the best bound
@@ -1363,7 +1387,7 @@ def _best_event(sx, sy, alpha):
     for side, ax, ay in (("<=", kx, ky), (">", nx - kx, ny - ky)):
         rows.append((side, "x", ax, nx, ay, ny))
         rows.append((side, "y", ay, ny, ax, nx))
-    lbs = np.stack([_log_cp_ratio(k1, n1, k2, n2, alpha) for _, _, k1, n1, k2, n2 in rows])
+    lbs = np.stack([_log_cp_ratio(k1, n1, k2, n2, alpha, delta) for _, _, k1, n1, k2, n2 in rows])
     with np.errstate(divide="ignore"):
         ests = np.stack([np.log(k1 / n1) - np.log(k2 / n2) for _, _, k1, n1, k2, n2 in rows])
     ests = np.where(np.isnan(ests), -np.inf, ests)
@@ -1423,6 +1447,8 @@ def _audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, g
     label, x, change, y = pair
     mech = _Mechanism(pmod, x, y, sampler, gm, mcmc_kwargs)
     per = 1 if release == "draw" else pmod.draws
+    # one draw is pure eps0-DP; a whole release is (eps, delta)-DP: P_x(E) <= e^eps P_y(E) + delta
+    delta = 0.0 if release == "draw" else float(pmod.certificate.delta)
 
     def collect(draw):
         st = mech.statistics(draw(runs * per, rng))
@@ -1435,7 +1461,7 @@ def _audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, g
     half = runs // 2
     choice = None
     for name in st_x:  # choose the statistic, threshold, side and direction on the first half
-        found, _ = _best_event(st_x[name][:half], st_y[name][:half], alpha)
+        found, _ = _best_event(st_x[name][:half], st_y[name][:half], alpha, delta)
         if found is not None and (choice is None or found[0] > choice[0]):
             choice = (found[0], name, *found[2:])
     if choice is None:
@@ -1447,10 +1473,10 @@ def _audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, g
         ky = int(np.sum(ty <= t if side == "<=" else ty > t))
     n2 = len(tx)
     k1, k2 = (kx, ky) if num == "x" else (ky, kx)
-    lower = _log_cp_ratio(k1, n2, k2, n2, alpha)
+    lower = _log_cp_ratio(k1, n2, k2, n2, alpha, delta)
     est = math.log(k1 / n2) - math.log(k2 / n2) if k1 > 0 and k2 > 0 else (math.inf if k1 > 0 else -math.inf)
-    power = _log_cp_ratio(n2, n2, 0, n2, alpha)
-    _, pts = _best_event(tx, ty, alpha)
+    power = _log_cp_ratio(n2, n2, 0, n2, alpha, delta)
+    _, pts = _best_event(tx, ty, alpha, delta)
     ts = np.array(sorted(pts))
     curve = {
         "statistic": name,
