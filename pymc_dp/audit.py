@@ -408,12 +408,12 @@ def _key(arr) -> bytes:
 class _DataSpace:
     """Neighbouring datasets for a private model: base datasets and their unit changes."""
 
-    def __init__(self, pmod, *, include_data, levels, max_bases, max_rows, n_random, rng):
+    def __init__(self, pmod, *, include_data, levels, max_bases, groups, n_random, rng):
         self.pmod = pmod
         self.unit = pmod.unit
         self.rng = rng
         self.levels = levels
-        self.max_rows = max_rows
+        self.groups = groups
         model = pmod.model
         read = sorted({c for f in pmod.factors for c in f.reads})
         self.names = read
@@ -524,10 +524,10 @@ class _DataSpace:
         return np.split(order, bounds)
 
     def _representative_rows(self, data: dict, containers: Sequence[str]) -> list[int]:
-        """The first and last row of up to ``max_rows`` groups of identical rows."""
+        """The first and last row of up to ``groups`` groups of identical rows."""
         groups = self._row_groups(data, containers)
-        if len(groups) > self.max_rows:
-            pick = self.rng.choice(len(groups), size=self.max_rows, replace=False)
+        if len(groups) > self.groups:
+            pick = self.rng.choice(len(groups), size=self.groups, replace=False)
             groups = [groups[i] for i in sorted(pick)]
         rows = set()
         for g in groups:
@@ -549,13 +549,13 @@ class _DataSpace:
                 k = b"".join(sorted(b"".join(_key(data[c][i]) for c in self.names) for i in g))
                 keyed.setdefault((len(g), k), g)
             groups = list(keyed.values())
-            if len(groups) > self.max_rows:
-                pick = self.rng.choice(len(groups), size=self.max_rows, replace=False)
+            if len(groups) > self.groups:
+                pick = self.rng.choice(len(groups), size=self.groups, replace=False)
                 groups = [groups[i] for i in sorted(pick)]
             return groups
         m = min(unit.max_rows, n)
         groups = []
-        for same in self._row_groups(data, self.names)[: self.max_rows]:
+        for same in self._row_groups(data, self.names)[: self.groups]:
             for g in (same[:m], same[-m:]):
                 g = list(g)
                 if len(g) < m:
@@ -1052,9 +1052,12 @@ class _GridModel:
         res = self._call(vals, args, n)
         return res[0], dict(zip(self.factor_names, res[1:]))
 
-    def evaluate_rows(self, vals, data: dict, rows: np.ndarray) -> dict:
+    def evaluate_rows(self, vals, data: dict, rows: np.ndarray | None) -> dict:
         """``{factor: (G, len(rows))}``: the row log-likelihoods of ``rows`` only, evaluated on
-        those rows alone where that is verified to agree with a full evaluation."""
+        those rows alone where that is verified to agree with a full evaluation (``rows=None``:
+        every row)."""
+        if rows is None:
+            return self.evaluate(vals, data)[1]
         if self.subset_ok:
             args = [data[c][rows] for c in self.data_names if c not in self.row_public]
             args += [v[rows] for v in self.row_public.values()]
@@ -1185,6 +1188,11 @@ def _logsumexp(a):
     return float(m + np.log(np.sum(np.exp(a - m))))
 
 
+class _Identity(dict):
+    def __getitem__(self, key):
+        return key
+
+
 def _substituted_rows(gm, space, x, vals, new, rows, cache):
     """Row log-likelihoods (of ``rows`` only) of ``x`` with each changed container set, in every
     row, to its new row value: row ``i`` of the result is row ``i`` of the neighbour that changes
@@ -1216,10 +1224,14 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, gm=None) -> di
         lz_x, lz_x_half = _logsumexp(lp_x + logw), _logsumexp(lp_x + logw_half)
         cache = {}
         pending = changes if changes is not None else [(ch, new, None) for ch, new in space.changes(x)]
-        touched = sorted({int(i) for _, new, _ in pending if new is not None for rws, _ in new.values() for i in np.atleast_1d(rws)})
-        pos = {r: j for j, r in enumerate(touched)}
-        rows_arr = np.array(touched, dtype=int)
-        rows_x_t = {f: v[:, rows_arr] for f, v in rows_x.items()}
+        if space.rows is not None:  # evaluate the touched rows only
+            touched = sorted({int(i) for _, new, _ in pending if new is not None for rws, _ in new.values() for i in np.atleast_1d(rws)})
+            pos = {r: j for j, r in enumerate(touched)}
+            rows_arr = np.array(touched, dtype=int)
+            rows_x_t = {f: v[:, rows_arr] for f, v in rows_x.items()}
+        else:  # containers of different lengths (attribute unit): whole evaluations
+            rows_arr, rows_x_t = None, rows_x
+            pos = _Identity()
         for change, new, y in pending:
             if y is not None:  # a given pair: evaluate y directly
                 rows_y = gm.evaluate(vals, y)[1]
@@ -1536,7 +1548,7 @@ def audit(
     release: str = "draw",
     random_seed: int | None = 0,
     max_bases: int = 400,
-    max_rows: int = 4,
+    groups: int = 4,
     levels: int = 9,
     random_bases: int = 4,
     tolerance: float = 1e-6,
@@ -1574,9 +1586,10 @@ def audit(
         mean) of a whole release of ``draws`` draws against the release's total epsilon.
     random_seed : int, optional
         Seeds the search's random datasets and the statistical runs.
-    max_bases, max_rows, levels, random_bases : int
-        Search size: base datasets, rows (or users) changed per base, values per interval
-        domain, random base datasets of each kind.
+    max_bases, groups, levels, random_bases : int
+        Search size: base datasets; groups of identical rows (or users) changed per base
+        dataset (the first and last row of each group); values per interval domain; random
+        base datasets of each kind.
     tolerance : float
         Relative slack on the claim for exact and numerical verdicts (the truncation itself is
         solved to a relative 1e-9).
@@ -1598,7 +1611,7 @@ def audit(
     rng = np.random.default_rng(random_seed)
     space = _DataSpace(
         private_model, include_data=include_data, levels=levels, max_bases=max_bases,
-        max_rows=max_rows, n_random=random_bases, rng=rng,
+        groups=groups, n_random=random_bases, rng=rng,
     )
     reads_private = include_data or pairs is not None
 

@@ -518,3 +518,17 @@ def test_public_per_row_data():
     res = audit(pmod, max_bases=6)
     assert res.method == "numerical" and res.verdict == "pass" and within_claim(res), str(res)
     assert res.measured > 0.3 * res.claimed
+
+
+def test_attribute_unit_with_containers_of_different_lengths():
+    rng = np.random.default_rng(2)
+    with pm.Model() as model:
+        xd, zd = pm.Data("x", rng.integers(0, 2, 30)), pm.Data("z", rng.integers(0, 2, 12))
+        p, q = pm.Beta("p", 1, 1), pm.Beta("q", 2, 2)
+        pm.Bernoulli("a", p=p, observed=xd)
+        pm.Bernoulli("b", p=q, observed=zd)
+    pmod = private((model, {"x": pymc_dp.Binary(), "z": pymc_dp.Binary()}), 2.0, unit="attribute")
+    ex = audit(pmod, max_bases=30)
+    nu = audit(pmod, method="numerical", max_bases=30)
+    assert ex.verdict == nu.verdict == "pass"
+    assert nu.measured == pytest.approx(ex.measured, abs=3 * nu.error + 1e-6) and ex.measured > 0.8 * ex.claimed
