@@ -492,15 +492,23 @@ class _DataSpace:
             idx = self.rng.integers(len(recs), size=max(self.n.values()))
             randoms.append(("random records", self._cast({c: np.stack([recs[i][c] for i in idx[: self.n[c]]]) for c in self.names})))
             randoms.append(("random", self._cast({c: _random_rows(self.domains[c], self.current[c].shape, self.rng) for c in self.names})))
-        budget = self.max_bases - len(out)
-        first = consts[: max(budget, 0)]
-        out += first
         rest = mixtures + randoms
-        budget = self.max_bases - len(out)
-        if len(rest) > budget:
-            keep = np.sort(self.rng.choice(len(rest), size=max(budget, 0), replace=False))
+        budget = max(self.max_bases - len(out), 0)
+        if len(consts) + len(rest) > budget:
+            # half of the budget to constant datasets (at least), the rest to mixtures and random ones
+            n_const = min(len(consts), max(budget // 2, budget - len(rest)))
+            consts = [consts[i] for i in np.sort(self.rng.choice(len(consts), size=n_const, replace=False))]
+            keep = np.sort(self.rng.choice(len(rest), size=min(len(rest), budget - n_const), replace=False))
             rest = [rest[i] for i in keep]
-        return out + rest
+        return out + consts + rest
+
+    def changes_per_base(self) -> int:
+        """About how many neighbours :meth:`changes` gives per base dataset."""
+        if self.unit == "attribute":
+            per_row = sum(len(v) for v in self.container_cands.values())
+        else:
+            per_row = len(self.record_cands)
+        return max(1, per_row * 2 * self.groups)
 
     def _k_grid(self) -> list[int]:
         n = self.rows or max(self.n.values())
@@ -786,7 +794,7 @@ def _exact_pair(plan_x, plan_y, post_x, post_y, norm_x, norm_y):
             mx, tmax, mn, tmin = _block_extremes(fam, px, py, nx, ny, idx)
             shape = px["shape"]
             for j, e in enumerate(idx):
-                label = name if shape == () else f"{name}{list(np.unravel_index(e, shape))}"
+                label = name if shape == () else f"{name}{[int(i) for i in np.unravel_index(e, shape)]}"
                 at_top[label] = float(tmax[j])
                 at_low[label] = float(tmin[j])
                 contrib[(name, int(e))] = (mx[j], mn[j])
@@ -825,7 +833,7 @@ def _exact_curve(post_x, post_y, norm_x, norm_y, contrib, sign, theta):
             gx = -0.5 * ((t - px["mu"][e]) / px["sigma"][e]) ** 2 - nx
             gy = -0.5 * ((t - py["mu"][e]) / py["sigma"][e]) ** 2 - ny
     shape = px["shape"]
-    label = name if shape == () else f"{name}{list(np.unravel_index(e, shape))}"
+    label = name if shape == () else f"{name}{[int(i) for i in np.unravel_index(e, shape)]}"
     return {"x": t, "y": gx - gy + others, "label": label, "density_x": np.exp(gx), "density_y": np.exp(gy)}
 
 
@@ -1443,6 +1451,8 @@ def _choose_pair(pmod, candidates, *, sampler, gm, runs, alpha, rng, pilot=2000,
     bound a test with ``runs / 2`` runs would give with the log-ratio statistic.
     """
     pilot_kind = "exact" if pmod.conjugate_plan is not None else "grid"
+    if pilot_kind == "grid":
+        limit = min(limit, 32)  # a grid per candidate
     best = None
     for cand in candidates[:limit]:
         label, x, change, y = cand
@@ -1548,6 +1558,7 @@ def audit(
     release: str = "draw",
     random_seed: int | None = 0,
     max_bases: int = 400,
+    max_pairs: int = 50_000,
     groups: int = 4,
     levels: int = 9,
     random_bases: int = 4,
@@ -1586,10 +1597,11 @@ def audit(
         mean) of a whole release of ``draws`` draws against the release's total epsilon.
     random_seed : int, optional
         Seeds the search's random datasets and the statistical runs.
-    max_bases, groups, levels, random_bases : int
-        Search size: base datasets; groups of identical rows (or users) changed per base
-        dataset (the first and last row of each group); values per interval domain; random
-        base datasets of each kind.
+    max_bases, max_pairs, groups, levels, random_bases : int
+        Search size: base datasets (fewer when they would give more than about ``max_pairs``
+        neighbouring pairs); groups of identical rows (or users) changed per base dataset (the
+        first and last row of each group); values per interval domain; random base datasets of
+        each kind.
     tolerance : float
         Relative slack on the claim for exact and numerical verdicts (the truncation itself is
         solved to a relative 1e-9).
@@ -1613,6 +1625,7 @@ def audit(
         private_model, include_data=include_data, levels=levels, max_bases=max_bases,
         groups=groups, n_random=random_bases, rng=rng,
     )
+    space.max_bases = min(max_bases, max(8, max_pairs // space.changes_per_base()))
     reads_private = include_data or pairs is not None
 
     gm = None

@@ -1269,7 +1269,10 @@ class _Planner:
             for f in factors:
                 outs += list(f.params) + [f.value]
             replaced = clone_replace(outs, replace={**holders, **inputs})
-            cached = _py_function([holders[rv] for rv in self.free] + [inputs[d] for d in private], replaced)
+            # compiled (not the Python linker of _py_function): it runs once per dataset of a search
+            cached = pytensor.function(
+                [holders[rv] for rv in self.free] + [inputs[d] for d in private], replaced, on_unused_input="ignore"
+            )
             self._refresh_fns = {**getattr(self, "_refresh_fns", {}), key: cached}
         fn = cached
         data = [values[d.name] if d.name in values else np.asarray(d.get_value()) for d in private]
