@@ -1740,7 +1740,7 @@ def audit(
         confidence=float(confidence) if method == "statistical" else None,
         power=res.get("power"),
         pairs=int(res.get("pairs", 0)),
-        bases=len(bases) if bases is not None else (0 if given is None else len(given)),
+        bases=len(given) if given is not None else (len(bases) if bases is not None else 0),
         runs=runs if method == "statistical" else None,
         sampler=sampler if method == "statistical" else None,
         witness=res.get("witness"),
