@@ -73,6 +73,12 @@ __all__ = [
     "truncated_gamma",
     "truncated_normal",
     "TruncatedDirichlet",
+    "log_gamma_mass",
+    "log_beta_cdf",
+    "log_beta_sf",
+    "log_beta_mass",
+    "log_normal_mass",
+    "log_dirichlet_ratio_mass",
 ]
 
 #: below this CDF (or survival) value the inverse-CDF route is not trusted: tangent rejection
@@ -200,6 +206,102 @@ def log_gamma_mass(a, x, y):
         middle = np.log1p(-(np.exp(lpx) + np.exp(lqy)))
     out = np.where(lpy <= _LOG_HALF, lower, np.where(lqx <= _LOG_HALF, upper, middle))
     return np.where(y > x, out, -np.inf)
+
+
+def _log_beta_cf(a, b, x):
+    """``ln I_x(a, b)`` from the continued fraction (modified Lentz), for ``x < (a+1)/(a+b+2)``.
+
+    ``I_x(a, b) = x^a (1-x)^b / (a B(a, b)) * cf``; the prefactor is kept in log space, so the
+    result does not underflow however far in the lower tail ``x`` is.
+    """
+    fpmin = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 - qab * x / qap
+    d = np.where(np.abs(d) < fpmin, fpmin, d)
+    d = 1.0 / d
+    h = d.copy()
+    active = np.arange(x.size)
+    m = 0
+    while active.size and m < 1_000_000:
+        m += 1
+        aa_, bb_, xx = a[active], b[active], x[active]
+        m2 = 2 * m
+        num = m * (bb_ - m) * xx / ((qam[active] + m2) * (aa_ + m2))
+        dd = 1.0 + num * d[active]
+        dd = np.where(np.abs(dd) < fpmin, fpmin, dd)
+        cc = 1.0 + num / c[active]
+        cc = np.where(np.abs(cc) < fpmin, fpmin, cc)
+        dd = 1.0 / dd
+        hh = h[active] * dd * cc
+        num = -(aa_ + m) * (qab[active] + m) * xx / ((aa_ + m2) * (qap[active] + m2))
+        dd = 1.0 + num * dd
+        dd = np.where(np.abs(dd) < fpmin, fpmin, dd)
+        cc = 1.0 + num / cc
+        cc = np.where(np.abs(cc) < fpmin, fpmin, cc)
+        dd = 1.0 / dd
+        delta = dd * cc
+        h[active] = hh * delta
+        d[active], c[active] = dd, cc
+        active = active[np.abs(delta - 1.0) > 1e-16]
+    with np.errstate(divide="ignore"):
+        return sc.xlogy(a, x) + sc.xlog1py(b, -x) - np.log(a) - sc.betaln(a, b) + np.log(h)
+
+
+def log_beta_cdf(a, b, x):
+    """``ln I_x(a, b)``: log CDF of Beta(a, b), relatively accurate in the far lower tail."""
+    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, x)))
+    with np.errstate(divide="ignore"):
+        out = np.log(sc.betainc(a, b, x))
+    small = (out < _LOG_TINY) & (x > 0) & (x < 1)
+    if np.any(small):
+        out = np.array(out)
+        out[small] = _log_beta_cf(a[small].copy(), b[small].copy(), x[small].copy())
+    return out
+
+
+def log_beta_sf(a, b, x):
+    """``ln(1 - I_x(a, b))``: log survival function of Beta(a, b), accurate in the far upper tail."""
+    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, x)))
+    with np.errstate(divide="ignore"):
+        out = np.log(sc.betaincc(a, b, x))
+    small = (out < _LOG_TINY) & (x > 0) & (x < 1)
+    if np.any(small):
+        out = np.array(out)
+        out[small] = _log_beta_cf(b[small].copy(), a[small].copy(), 1.0 - x[small])
+    return out
+
+
+def log_beta_mass(a, b, lo, hi):
+    """``ln P(lo <= X <= hi)`` for ``X ~ Beta(a, b)``, elementwise, in log space.
+
+    As :func:`log_gamma_mass`: below the median the difference is taken on CDFs, above it on
+    survival functions, so an interval far in a tail keeps its relative precision.
+    """
+    a, b, lo, hi = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, lo, hi)))
+    lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+    lpx, lpy = log_beta_cdf(a, b, lo), log_beta_cdf(a, b, hi)
+    lqx, lqy = log_beta_sf(a, b, lo), log_beta_sf(a, b, hi)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower = lpy + _log1mexp(np.minimum(lpx - lpy, 0.0))
+        upper = lqx + _log1mexp(np.minimum(lqy - lqx, 0.0))
+        middle = np.log1p(-(np.exp(lpx) + np.exp(lqy)))
+    out = np.where(lpy <= _LOG_HALF, lower, np.where(lqx <= _LOG_HALF, upper, middle))
+    return np.where(hi > lo, out, -np.inf)
+
+
+def log_normal_mass(mu, sigma, lo, hi):
+    """``ln P(lo <= X <= hi)`` for ``X ~ Normal(mu, sigma)``, elementwise, in log space
+    (``log_ndtr`` on the side of the mean each end lies on)."""
+    mu, sigma, lo, hi = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (mu, sigma, lo, hi)))
+    zl, zh = (lo - mu) / sigma, (hi - mu) / sigma
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # both ends below the mean: CDF side; both above: survival side; else 1 - two tails
+        below = sc.log_ndtr(zh) + _log1mexp(np.minimum(sc.log_ndtr(zl) - sc.log_ndtr(zh), 0.0))
+        above = sc.log_ndtr(-zl) + _log1mexp(np.minimum(sc.log_ndtr(-zh) - sc.log_ndtr(-zl), 0.0))
+        middle = np.log1p(-(sc.ndtr(zl) + sc.ndtr(-zh)))
+    out = np.where(zh <= 0.0, below, np.where(zl >= 0.0, above, middle))
+    return np.where(hi > lo, out, -np.inf)
 
 
 # =========================================================================== truncated samplers
@@ -504,7 +606,7 @@ class TruncatedDirichlet:
     NEGLIGIBLE = 1e-7
     MAX_CELLS = 400_000
 
-    def __init__(self, alpha, classes, log_c: float, tau: float = 0.05):
+    def __init__(self, alpha, classes, log_c: float, tau: float = 0.05, build: bool = True):
         self.alpha = np.asarray(alpha, dtype=float)
         if self.alpha.ndim != 1 or np.any(~(self.alpha > 0)) or np.any(~np.isfinite(self.alpha)):
             raise ValueError(f"Dirichlet parameters must be positive and finite, got {self.alpha}")
@@ -518,7 +620,42 @@ class TruncatedDirichlet:
         if not self.free:
             if not self.log_c > 0:
                 raise ValueError(f"the ratio bound must be > 0 (c > 1), got ln c = {self.log_c}")
-            self._build()
+            self._c = math.exp(self.log_c)
+            # build=False: no envelope until the first sample() (the region's mass needs none)
+            self._built = False
+            if build:
+                self._build()
+
+    def log_region_mass(self, rtol: float = 1e-12) -> float:
+        """``ln P(max_S p_k <= c min_S p_k)`` for ``p ~ Dirichlet(alpha)``: the normaliser of the
+        truncated density. 0 when the region is the whole simplex.
+
+        ``P = sum_{i in S} int h_i(m) dm`` with ``h_i`` of the class docstring, a one-dimensional
+        integral of regularised incomplete gamma functions, computed in ``w = ln m`` by composite
+        Gauss-Legendre quadrature (16 nodes per panel) in log space over the span where the
+        integrands are within :attr:`SPAN` nats of their modes, doubling the panels until two
+        successive values agree to ``rtol`` (the integrand is analytic; the neglected tails are
+        below ``e^-SPAN`` relative).
+        """
+        if self.free:
+            return 0.0
+        spans = self._bulk()
+        lo = min(a for a, _ in spans)
+        hi = max(b for _, b in spans)
+        nodes, weights = np.polynomial.legendre.leggauss(16)
+        prev = None
+        for panels in (32, 64, 128, 256, 512, 1024, 2048):
+            edges = np.linspace(lo, hi, panels + 1)
+            half = 0.5 * (edges[1:] - edges[:-1])
+            mid = 0.5 * (edges[1:] + edges[:-1])
+            w = (mid[:, None] + half[:, None] * nodes[None, :]).reshape(-1)
+            logw = np.log((half[:, None] * weights[None, :]).reshape(-1))
+            phi = self._phi(w)
+            value = _logsumexp(phi + logw[:, None])
+            if prev is not None and abs(value - prev) <= rtol * max(1.0, abs(value)):
+                return float(value)
+            prev = value
+        return float(prev)
 
     # ------------------------------------------------------------------ log masses
     def _others_sum(self, ci, u, v_scaled):
@@ -592,6 +729,7 @@ class TruncatedDirichlet:
 
     def _build(self):
         self._c = math.exp(self.log_c)
+        self._built = True
         ci, wa, wb = [], [], []
         for i, (lo, hi) in enumerate(self._bulk()):
             edges = np.linspace(lo, hi, 17)
@@ -677,6 +815,8 @@ class TruncatedDirichlet:
         k_all = len(self.alpha)
         if self.free:
             return rng.dirichlet(self.alpha, size=draws)
+        if not self._built:
+            self._build()
         i, m = self._draw_min(draws, rng)
         a_s = self.alpha[self.classes]
         s = len(self.classes)
@@ -689,6 +829,12 @@ class TruncatedDirichlet:
         if rest.size:
             g[:, rest] = rng.standard_gamma(self.alpha[rest], size=(draws, rest.size))
         return g / g.sum(axis=1, keepdims=True)
+
+
+def log_dirichlet_ratio_mass(alpha, classes, log_c: float) -> float:
+    """``ln P(max_{k in S} p_k <= e^log_c min_{k in S} p_k)`` for ``p ~ Dirichlet(alpha)``;
+    see :meth:`TruncatedDirichlet.log_region_mass`."""
+    return TruncatedDirichlet(alpha, classes, log_c, build=False).log_region_mass()
 
 
 # =========================================================================== the plan
@@ -736,6 +882,19 @@ _ALGORITHMS = {
 }
 _HINT = 'There is no exact sampler for this model: sample it with method="mcmc".'
 _PUBLIC_SEED = 20240917  # fixed, public: the random values that verify a gather
+
+
+def _copy_variable(v: "_Variable") -> "_Variable":
+    """The structure of a variable (shape, prior, truncation), without factors or posterior."""
+    import dataclasses
+
+    return dataclasses.replace(v, factors=[], posterior={}, samplers={})
+
+
+def _copy_factor(f: "_Factor") -> "_Factor":
+    import dataclasses
+
+    return dataclasses.replace(f, index=None, observed=None, others={})
 
 
 def _refuse(message: str):
@@ -811,6 +970,8 @@ class ConjugatePlan:
     def __init__(self, variables: Sequence[_Variable]):
         self._vars = list(variables)
         self.variables = tuple(v.name for v in self._vars)
+        self._planner = None  # set by conjugate_plan: what with_data re-evaluates
+        self._log_norm = None
 
     def describe(self) -> dict:
         """Public description: families, factors, truncation, algorithm; no statistic of the data."""
@@ -882,6 +1043,134 @@ class ConjugatePlan:
             out[v.name] = np.asarray(x, dtype=v.dtype).reshape((draws, *v.shape))
         return out
 
+    # ------------------------------------------------------------------ audits
+    # Everything below reads the posterior, i.e. the private data: it is for the data owner's
+    # own audits (pymc_dp.audit), never for a release.
+    def with_data(self, data: Mapping[str, Any]) -> "ConjugatePlan":
+        """The same exact sampler (model, truncation) for other values of the private data.
+
+        Parameters
+        ----------
+        data : dict of str to array_like
+            New values of some or all private containers, of their current shapes and inside
+            their domains; the others keep their values.
+
+        Returns
+        -------
+        ConjugatePlan
+            A new plan; this one is unchanged. Truncated Dirichlet envelopes are built at the
+            first :meth:`sample`, so a plan used only for :meth:`log_density` stays cheap
+            (about a millisecond for small models).
+        """
+        if self._planner is None:
+            raise RuntimeError("this plan was not built by conjugate_plan(): it cannot be re-evaluated")
+        return self._planner.refresh(self, data)
+
+    def posteriors(self) -> dict[str, dict]:
+        """The truncated posterior of every free RV, as numbers. **Reads the private data.**
+
+        Per variable: ``family``, ``shape``, and
+
+        * Beta: ``alpha``, ``beta``; Gamma: ``alpha`` (shape), ``rate``; Normal: ``mu``,
+          ``sigma`` -- flat arrays with one entry per element -- and the interval ``lower``,
+          ``upper`` shared by every element;
+        * Dirichlet: ``alpha`` of shape ``(rows, K)``, and per row the ``classes`` S and
+          ``log_c`` of the region ``max_S p / min_S p <= e^log_c`` (``inf``: no truncation).
+        """
+        out = {}
+        for v in self._vars:
+            post = {k: np.array(x, dtype=float) for k, x in v.posterior.items()}
+            entry = {"family": v.family, "shape": tuple(v.shape)}
+            if v.family == "Beta":
+                entry.update(alpha=post["alpha"], beta=post["beta"])
+            elif v.family == "Gamma":
+                entry.update(alpha=post["shape"], rate=post["rate"])
+            elif v.family == "Normal":
+                entry.update(mu=post["mu"], sigma=post["sigma"])
+            else:
+                rows = post["alpha"].shape[0]
+                entry.update(
+                    alpha=post["alpha"],
+                    classes=tuple(tuple(int(k) for k in v.samplers[r].classes) for r in range(rows)),
+                    log_c=np.array(
+                        [math.inf if v.samplers[r].free else v.samplers[r].log_c for r in range(rows)]
+                    ),
+                )
+            if v.family != "Dirichlet":
+                entry.update(lower=float(v.lower), upper=float(v.upper))
+            out[v.name] = entry
+        return out
+
+    def log_normalisers(self) -> dict[str, np.ndarray]:
+        """Per variable, the log normalising constant of each element's (or Dirichlet row's)
+        truncated posterior density: the log of the untruncated normaliser plus the log of
+        the posterior mass of the truncation, in log space throughout (:func:`log_beta_mass`,
+        :func:`log_gamma_mass`, :func:`log_normal_mass`, :func:`log_dirichlet_ratio_mass`)."""
+        if self._log_norm is None:
+            out = {}
+            for v in self._vars:
+                post = v.posterior
+                if v.family == "Beta":
+                    a, b = post["alpha"], post["beta"]
+                    out[v.name] = sc.betaln(a, b) + log_beta_mass(a, b, v.lower, v.upper)
+                elif v.family == "Gamma":
+                    a, r = post["shape"], post["rate"]
+                    mass = log_gamma_mass(a, v.lower * r, v.upper * r if math.isfinite(v.upper) else math.inf)
+                    out[v.name] = sc.gammaln(a) - a * np.log(r) + mass
+                elif v.family == "Normal":
+                    m, sd = post["mu"], post["sigma"]
+                    out[v.name] = np.log(sd) + 0.5 * math.log(2 * math.pi) + log_normal_mass(m, sd, v.lower, v.upper)
+                else:
+                    alpha = post["alpha"]
+                    out[v.name] = np.array(
+                        [
+                            float(np.sum(sc.gammaln(alpha[r])) - sc.gammaln(np.sum(alpha[r])))
+                            + v.samplers[r].log_region_mass()
+                            for r in range(alpha.shape[0])
+                        ]
+                    )
+            self._log_norm = out
+        return {k: v.copy() for k, v in self._log_norm.items()}
+
+    def log_density(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Log density of the truncated posterior at points ``values`` (name -> array of shape
+        ``(G, *rv_shape)``): shape ``(G,)``, ``-inf`` outside the truncation. The density is with
+        respect to Lebesgue measure on each element (on the first K-1 coordinates of a
+        Dirichlet row). **Reads the private data.**"""
+        norms = self.log_normalisers()
+        total = None
+        for v in self._vars:
+            x = np.asarray(values[v.name], dtype=float)
+            g = x.shape[0]
+            post = v.posterior
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if v.family == "Dirichlet":
+                    k = v.shape[-1]
+                    p = x.reshape(g, -1, k)
+                    lp = np.log(p)
+                    kern = np.sum((post["alpha"][None] - 1.0) * lp, axis=2) - norms[v.name][None]
+                    inside = np.ones(p.shape[:2], bool)
+                    for r in range(p.shape[1]):
+                        smp = v.samplers[r]
+                        if not smp.free:
+                            cl = smp.classes
+                            ratio = np.max(lp[:, r, cl], axis=1) - np.min(lp[:, r, cl], axis=1)
+                            inside[:, r] = ratio <= smp.log_c * (1 + 1e-12)
+                    inside &= np.all(p > 0, axis=2) & (np.abs(p.sum(axis=2) - 1.0) < 1e-9)
+                else:
+                    t = x.reshape(g, -1)
+                    if v.family == "Beta":
+                        kern = sc.xlogy(post["alpha"] - 1.0, t) + sc.xlog1py(post["beta"] - 1.0, -t)
+                    elif v.family == "Gamma":
+                        kern = sc.xlogy(post["shape"] - 1.0, t) - post["rate"] * t
+                    else:
+                        kern = -0.5 * np.square((t - post["mu"]) / post["sigma"])
+                    kern = kern - norms[v.name][None]
+                    inside = (t >= v.lower) & (t <= v.upper)
+                val = np.sum(np.where(inside, kern, -np.inf), axis=1)
+            total = val if total is None else total + val
+        return total
+
     def __repr__(self):
         return f"<ConjugatePlan {', '.join(self.variables)}>"
 
@@ -933,7 +1222,80 @@ class _Planner:
         self._ratios(variables, ratios)
         for var in variables.values():
             self._posterior(var)
-        return ConjugatePlan([variables[rv.name] for rv in self.free])
+        plan = ConjugatePlan([variables[rv.name] for rv in self.free])
+        plan._planner = self
+        return plan
+
+    # ------------------------------------------------------------------ other data (audits)
+    def refresh(self, plan: ConjugatePlan, data: Mapping[str, Any]) -> ConjugatePlan:
+        """``plan`` re-evaluated on other private data: same structure and truncation, the
+        observed values, gather maps and posteriors recomputed (see ConjugatePlan.with_data)."""
+        by_name = {d.name: d for d in self.private}
+        values = {}
+        for name, value in data.items():
+            if name not in by_name:
+                raise DomainError(f"with_data: {name!r} is not a private container of this model ({sorted(by_name)}).")
+            arr = np.asarray(value)
+            current = np.asarray(by_name[name].get_value())
+            if arr.shape != current.shape:
+                raise DomainError(f"with_data: {name!r} has shape {arr.shape}, the model's has {current.shape}.")
+            self.domains[name].validate(name, arr)
+            values[name] = arr.astype(current.dtype)
+        variables, factors = {}, []
+        for v in plan._vars:
+            variables[v.name] = _copy_variable(v)
+        for v in plan._vars:
+            for f in v.factors:
+                nf = _copy_factor(f)
+                variables[v.name].factors.append(nf)
+                factors.append(nf)
+        if factors:
+            self._evaluate_on(variables, factors, values)
+        for var in variables.values():
+            self._posterior(var, samplers=False)
+        out = ConjugatePlan([variables[v.name] for v in plan._vars])
+        out._planner = self
+        return out
+
+    def _evaluate_on(self, variables, factors, values):
+        """As the factor half of :meth:`_evaluate`, with the private containers as inputs."""
+        key = tuple(f.name for f in factors)
+        cached = getattr(self, "_refresh_fns", {}).get(key)
+        private = sorted(self.private, key=lambda d: d.name)
+        if cached is None:
+            holders = {rv: rv.type() for rv in self.free}
+            inputs = {d: d.type() for d in private}
+            outs = []
+            for f in factors:
+                outs += list(f.params) + [f.value]
+            replaced = clone_replace(outs, replace={**holders, **inputs})
+            # compiled (not the Python linker of _py_function): it runs once per dataset of a search
+            cached = pytensor.function(
+                [holders[rv] for rv in self.free] + [inputs[d] for d in private], replaced, on_unused_input="ignore"
+            )
+            self._refresh_fns = {**getattr(self, "_refresh_fns", {}), key: cached}
+        fn = cached
+        data = [values[d.name] if d.name in values else np.asarray(d.get_value()) for d in private]
+        rng = np.random.default_rng(_PUBLIC_SEED)
+        tags, recips, rand = [], [], []
+        for rv in self.free:
+            shape = variables[rv.name].shape
+            t = np.arange(int(np.prod(shape, dtype=int)), dtype=rv.dtype).reshape(shape)
+            tags.append(t)
+            recips.append((t + 1.0).astype(rv.dtype))
+            rand.append(rng.uniform(0.25, 0.75, shape).astype(rv.dtype))
+        by_tag, by_recip, by_rand = fn(*tags, *data), fn(*recips, *data), fn(*rand, *data)
+        pos = 0
+        rand_of = {rv.name: r for rv, r in zip(self.free, rand)}
+        for f in factors:
+            n_out = len(f.params) + 1
+            t_out, r_out, v_out = (x[pos : pos + n_out] for x in (by_tag, by_recip, by_rand))
+            pos += n_out
+            var = variables[f.rv_name]
+            self._gather(f, var, np.asarray(t_out[f.conj_index]), np.asarray(r_out[f.conj_index]),
+                         np.asarray(v_out[f.conj_index]), rand_of[f.rv_name])
+            f.observed = np.asarray(v_out[-1])
+            f.others = {f.param_names[j]: np.asarray(v_out[j]) for j in range(len(f.params)) if j != f.conj_index}
 
     def _constraints(self):
         intervals, ratios = {}, {}
@@ -1249,7 +1611,7 @@ class _Planner:
             )
 
     # ------------------------------------------------------------------ posterior
-    def _posterior(self, var: _Variable):
+    def _posterior(self, var: _Variable, samplers: bool = True):
         size = var.size
         if var.family == "Beta":
             succ, fail = np.zeros(size), np.zeros(size)
@@ -1300,7 +1662,7 @@ class _Planner:
             bounds = {r: (cl, b) for rows, cl, b in var.ratio for r in rows}
             for r in range(alpha.shape[0]):
                 cl, b = bounds.get(r, ((), math.inf))
-                var.samplers[r] = TruncatedDirichlet(alpha[r], cl, b)
+                var.samplers[r] = TruncatedDirichlet(alpha[r], cl, b, build=samplers)
         for key, val in post.items():
             if not np.all(np.isfinite(val)) or (key != "mu" and np.any(val <= 0)):  # pragma: no cover
                 raise DomainError(f"the posterior of {var.name!r} is not a proper {var.family} distribution.")

@@ -695,3 +695,195 @@ def test_data_outside_the_likelihood_support_is_a_domain_error():
     with pytest.raises(pymc_dp.DomainError, match="'count'") as info:
         make(build, {"k": pymc_dp.Integers(0, 5)}, epsilon=20.0)
     assert not isinstance(info.value, NotConjugateError)
+
+
+# --------------------------------------------------------------------------- for audits: log masses, other data
+# (pymc_dp.audit reads the truncated posteriors through these; they are checked here against
+# high-precision quadrature and against plans built from scratch)
+from pymc_dp.exact import (  # noqa: E402
+    log_beta_cdf,
+    log_beta_mass,
+    log_beta_sf,
+    log_dirichlet_ratio_mass,
+    log_gamma_mass,
+    log_normal_mass,
+)
+
+
+def _mp_log_mass(logpdf, lo, hi):
+    """``ln int_lo^hi exp(logpdf)`` with mpmath (any exponent range), split at many points."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 30
+    pts = mpmath.linspace(mpmath.mpf(lo), mpmath.mpf(hi), 129)
+    return float(mpmath.log(mpmath.quad(lambda t: mpmath.exp(logpdf(t)), pts)))
+
+
+@pytest.mark.parametrize(
+    "a, b, lo, hi",
+    [(2.0, 3.0, 0.3, 0.4), (301.0, 1.0, 0.2, 0.6), (1.0, 5000.0, 0.4, 0.6), (3.5, 2000.0, 0.5, 0.9),
+     (120.0, 80.0, 0.01, 0.99), (40.0, 900.0, 0.7, 0.71), (0.5, 0.7, 1e-9, 1e-3)],
+)
+def test_log_beta_mass_far_in_the_tails(a, b, lo, hi):
+    import mpmath
+
+    ref = _mp_log_mass(
+        lambda t: (a - 1) * mpmath.log(t) + (b - 1) * mpmath.log(1 - t) - mpmath.log(mpmath.beta(a, b)), lo, hi
+    )
+    assert float(log_beta_mass(a, b, lo, hi)) == pytest.approx(ref, rel=1e-8, abs=1e-9)
+
+
+def test_log_beta_cdf_and_sf_match_scipy_where_scipy_is_accurate():
+    a, b = np.meshgrid([0.5, 2.0, 30.0], [0.7, 5.0, 80.0])
+    for x in (0.05, 0.3, 0.5, 0.8, 0.97):
+        assert np.allclose(log_beta_cdf(a, b, x), np.log(special.betainc(a, b, x)), rtol=1e-12)
+        assert np.allclose(log_beta_sf(a, b, x), np.log(special.betaincc(a, b, x)), rtol=1e-12)
+    # far below the scipy range: the continued fraction keeps going
+    assert float(log_beta_cdf(5000.0, 1.0, 0.5)) == pytest.approx(5000 * np.log(0.5), rel=1e-12)
+    assert float(log_beta_sf(1.0, 5000.0, 0.5)) == pytest.approx(5000 * np.log(0.5), rel=1e-12)
+
+
+@pytest.mark.parametrize("mu, sigma, lo, hi", [(0, 1, -1, 2), (0, 1, 40, 41), (0, 1, -41, -40), (3, 0.1, -1, 1), (0, 2, -np.inf, 0.5)])
+def test_log_normal_mass(mu, sigma, lo, hi):
+    import mpmath
+
+    mpmath.mp.dps = 40
+    if lo >= mu:  # survival side: no cancellation in the upper tail
+        ref = float(mpmath.log(mpmath.ncdf(-lo, -mu, sigma) - mpmath.ncdf(-hi, -mu, sigma)))
+    else:
+        ref = float(mpmath.log(mpmath.ncdf(hi, mu, sigma) - mpmath.ncdf(lo, mu, sigma)))
+    assert float(log_normal_mass(mu, sigma, lo, hi)) == pytest.approx(ref, rel=1e-10)
+
+
+def test_log_gamma_mass_far_in_the_tails():
+    import mpmath
+
+    for a, x, y in [(2.0, 0.5, 3.0), (500.0, 10.0, 20.0), (3.0, 400.0, 500.0)]:
+        ref = _mp_log_mass(lambda t: (a - 1) * mpmath.log(t) - t - mpmath.loggamma(a), x, y)
+        assert float(log_gamma_mass(a, x, y)) == pytest.approx(ref, rel=1e-8)
+
+
+@pytest.mark.parametrize("a0, a1, log_c", [(1, 1, 1.0), (30, 2, 0.5), (300, 1, 2.0), (2000, 3000, 0.1), (0.5, 0.7, 3.0)])
+def test_dirichlet_region_mass_two_classes_is_a_beta_interval(a0, a1, log_c):
+    c = np.exp(log_c)
+    ref = float(log_beta_mass(a0, a1, 1 / (1 + c), c / (1 + c)))
+    assert log_dirichlet_ratio_mass([a0, a1], [0, 1], log_c) == pytest.approx(ref, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("alpha, classes", [([3.0, 1.0, 7.0], [0, 1, 2]), ([3.0, 1.0, 7.0], [0, 2]), ([2.0, 5.0, 1.5, 4.0], [0, 1, 3])])
+def test_dirichlet_region_mass_matches_monte_carlo(alpha, classes):
+    log_c = 1.2
+    g = np.random.default_rng(40).standard_gamma(alpha, size=(2_000_000, len(alpha)))[:, classes]
+    inside = np.log(g.max(axis=1) / g.min(axis=1)) <= log_c
+    p = inside.mean()
+    se = np.sqrt((1 - p) / (p * len(inside)))
+    assert abs(log_dirichlet_ratio_mass(alpha, classes, log_c) - np.log(p)) < 4 * se
+
+
+def test_truncated_dirichlet_built_lazily_draws_the_same():
+    alpha = np.array([4.0, 9.0, 2.0])
+    eager = TruncatedDirichlet(alpha, [0, 1, 2], 0.8).sample(500, np.random.default_rng(3))
+    lazy = TruncatedDirichlet(alpha, [0, 1, 2], 0.8, build=False).sample(500, np.random.default_rng(3))
+    assert np.array_equal(eager, lazy)
+
+
+def _same_posteriors(a, b):
+    pa, pb = a.posteriors(), b.posteriors()
+    assert pa.keys() == pb.keys()
+    for name in pa:
+        for key, val in pa[name].items():
+            if isinstance(val, np.ndarray):
+                assert np.array_equal(val, pb[name][key]), (name, key)
+            else:
+                assert val == pb[name][key], (name, key)
+
+
+def test_with_data_is_the_plan_built_on_that_data():
+    with pm.Model() as model:
+        rng = np.random.default_rng(5)
+        X, y = rng.integers(0, 2, (30, 4)), rng.integers(0, 2, 30)
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        pi = pm.Beta("pi", 1, 1)
+        pm.Bernoulli("cls", p=pi, observed=yd)
+        theta = pm.Beta("theta", 2, 1, shape=(2, 4))
+        pm.Bernoulli("feat", p=theta[yd], observed=Xd)
+    pmod = pymc_dp.make_private(model, epsilon=2.0, draws=1, data={"X": pymc_dp.Binary(), "y": pymc_dp.Binary()}, ledger=None)
+    plan = pmod.conjugate_plan
+    before = plan.posteriors()
+    X2, y2 = 1 - X, np.roll(y, 3)
+    _same_posteriors(plan.with_data({"X": X2, "y": y2}), plan_of(pmod.with_data({"X": X2, "y": y2})))
+    _same_posteriors(plan.with_data({"y": y2}), plan_of(pmod.with_data({"y": y2})))
+    after = plan.posteriors()
+    assert all(np.array_equal(before[k]["alpha"], after[k]["alpha"]) for k in before)  # unchanged
+    with pytest.raises(pymc_dp.DomainError, match="shape"):
+        plan.with_data({"y": y2[:-1]})
+    with pytest.raises(pymc_dp.DomainError):
+        plan.with_data({"y": y2 + 1})
+
+
+def test_with_data_public_groups_and_reciprocal_link():
+    g = np.arange(24) % 3
+
+    def build():
+        zd = pm.Data("z", np.linspace(0.2, 4.0, 24))
+        gd = pm.Data("g", g)
+        lam = pm.Gamma("lam", 2.0, 1.0, shape=3)
+        pm.Exponential("obs", lam=lam[gd], observed=zd)
+
+    pmod = make(build, {"z": pymc_dp.Interval(0, 5)}, epsilon=2.0, public=["g"], ledger=None)
+    z2 = np.linspace(4.5, 0.1, 24)
+    _same_posteriors(pmod.conjugate_plan.with_data({"z": z2}), plan_of(pmod.with_data({"z": z2})))
+
+
+def test_with_data_dirichlet(dirichlet_inside):
+    x, pmod, plan, _ = dirichlet_inside
+    x2 = np.sort(x)[::-1].copy()
+    x2[:5] = 0
+    _same_posteriors(plan.with_data({"x": x2}), plan_of(pmod.with_data({"x": x2})))
+
+
+def _integral(plan, name, lo, hi, n=400_001):
+    t = np.linspace(lo, hi, n)
+    return integrate.trapezoid(np.exp(plan.log_density({name: t})), t)
+
+
+def test_log_density_integrates_to_one(coin):
+    x, pmod, plan, draws = coin
+    lo, hi = certified_interval(pmod, "p")
+    assert _integral(plan, "p", lo, hi) == pytest.approx(1.0, rel=1e-6)
+    # far outside the truncation the data pile the posterior against an end: still normalised
+    far = plan.with_data({"x": np.zeros_like(x)})
+    assert _integral(far, "p", lo, hi) == pytest.approx(1.0, rel=1e-6)
+    assert np.all(np.isneginf(plan.log_density({"p": np.array([lo - 1e-6, hi + 1e-6])})))
+
+
+def test_log_density_gamma_and_normal():
+    def gamma_build():
+        cd = pm.Data("c", np.r_[np.zeros(20, int), np.full(20, 10)])
+        lam = pm.Gamma("lam", 2.0, 0.5)
+        pm.Poisson("obs", mu=lam, observed=cd)
+
+    pmod = make(gamma_build, {"c": pymc_dp.Integers(0, 10)}, epsilon=8.0, ledger=None)
+    lo, hi = certified_interval(pmod, "lam")
+    assert _integral(pmod.conjugate_plan, "lam", lo, hi) == pytest.approx(1.0, rel=1e-6)
+
+    def normal_build():
+        yd = pm.Data("y", np.full(30, 1.0))
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("obs", mu=mu, sigma=0.5, observed=yd)
+
+    pmod = make(normal_build, {"y": pymc_dp.Interval(-1, 1)}, epsilon=6.0, ledger=None)
+    lo, hi = certified_interval(pmod, "mu")
+    assert _integral(pmod.conjugate_plan, "mu", lo, hi) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_log_density_dirichlet_two_classes_is_the_truncated_beta():
+    x = np.r_[np.zeros(7, int), np.ones(30, int)]
+    pmod = make(dirichlet_model(x, classes=2), {"x": pymc_dp.Integers(0, 1)}, epsilon=2.0, ledger=None)
+    plan = pmod.conjugate_plan
+    post = plan.posteriors()["p"]
+    (a0, a1), log_c = post["alpha"][0], post["log_c"][0]
+    c = np.exp(log_c)
+    t = np.linspace(1 / (1 + c), c / (1 + c), 101)[1:-1]
+    ours = plan.log_density({"p": np.stack([t, 1 - t], axis=1)})
+    ref = (a0 - 1) * np.log(t) + (a1 - 1) * np.log1p(-t) - special.betaln(a0, a1) - log_beta_mass(a0, a1, 1 / (1 + c), c / (1 + c))
+    assert np.allclose(ours, ref, rtol=1e-10)
