@@ -9,6 +9,7 @@ and releases privacy-accounted draws as ArviZ ``InferenceData``.
 
 __version__ = "0.1.0"
 
+from pymc_dp.auditing import AuditError, AuditResult, audit
 from pymc_dp.certificate import Certificate, FactorCertificate
 from pymc_dp.core import PrivateModel, make_private, private
 from pymc_dp.domains import Ball, Binary, Box, Domain, Integers, Interval
@@ -31,6 +32,9 @@ __all__ = [
     "report",
     "PrivacyReport",
     "answer",
+    "audit",
+    "AuditResult",
+    "AuditError",
     "Decision",
     "Answer",
     "plots",

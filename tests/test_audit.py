@@ -1,4 +1,4 @@
-"""Privacy audits (pymc_dp.audit): the real rules pass, deliberately wrong rules are caught, and
+"""Privacy audits (pymc_dp.auditing): the real rules pass, deliberately wrong rules are caught, and
 every number the audit reports is checked against an independent computation.
 
 * exact audits (conjugate models): every conjugate family, record / attribute / user units;
@@ -24,7 +24,7 @@ from pytensor.tensor.random.basic import BernoulliRV, LaplaceRV, NormalRV
 from scipy import stats
 
 import pymc_dp
-from pymc_dp.audit import AuditError, AuditResult, audit, clopper_pearson
+from pymc_dp.auditing import AuditError, AuditResult, audit, clopper_pearson
 from pymc_dp.rules.base import log_density_range
 from tests import models
 

@@ -1565,7 +1565,7 @@ def audit(
     tolerance: float = 1e-6,
     mcmc_kwargs: Mapping[str, Any] | None = None,
 ) -> AuditResult:
-    """Audit a private model's privacy claim; see :mod:`pymc_dp.audit` and ``docs/audits.md``.
+    """Audit a private model's privacy claim; see :mod:`pymc_dp.auditing` and ``docs/audits.md``.
 
     Parameters
     ----------
