@@ -371,6 +371,21 @@ def _binomial():
     return m
 
 
+def _categorical():
+    with pm.Model() as m:
+        xd = pm.Data("answer", np.array([0, 2, 1]))
+        p = pm.Dirichlet("share", a=np.ones(3))
+        pm.Categorical("answers", p=p, observed=xd)
+    return m
+
+
+# a domain wider than the family's support: such records have probability 0, and a release
+# would fail in the sampler after the ledger charged it
+build("domain-above-binomial-n", DomainError, ("'tosses'", "'heads'", "Integers(0, 10)"),
+      _binomial, {"heads": pymc_dp.Integers(0, 12)}, epsilon=50.0, draws=1)
+build("domain-above-categorical-classes", DomainError, ("'answers'", "'answer'", "Integers(0, 2)"),
+      _categorical, {"answer": pymc_dp.Integers(0, 4)})
+
 build("budget-below-the-smallest-constant", BudgetExceededError, ("'tosses'", "epsilon"),
       _binomial, {"heads": pymc_dp.Integers(0, 10)}, epsilon=0.1, draws=1)
 

@@ -78,7 +78,7 @@ def _binomial_logpmf(x, n, p, xp):
 
 @register_rule(BinomialRV, "Binomial", ("n", "p"), range_params=("p",))
 def binomial_range(op, domain, params, xp):
-    """Binomial(n, p), x in {lo..hi} (intersected with {0..n}).
+    """Binomial(n, p), x in {lo..hi} inside {0..n} (a domain above n is refused).
 
     Derivation. The pmf is log-concave in x, so over an integer interval its largest value is at
     the mode ``floor((n+1)p)`` clipped to the interval and its smallest at an end. With
@@ -93,6 +93,13 @@ def binomial_range(op, domain, params, xp):
     if not n.is_point:
         raise UnsupportedFactorError("the Binomial number of trials n cannot read private data")
     n = n.lo
+    n_known = np.asarray(n, dtype=float) if xp.name == "numpy" else _constant_value(n)
+    if n_known is not None and hi_x > np.max(n_known):
+        # a record above n has probability 0: the posterior of such a neighbour does not exist
+        raise DomainError(
+            f"the declared domain {domain} reaches above the number of trials n = "
+            f"{np.max(n_known):g}: Binomial data lie in {{0..n}}; declare Integers(0, {int(np.max(n_known))})"
+        )
     hi_eff = xp.minimum(float(hi_x), n)
     ends = (xp.asarray(float(lo_x)), hi_eff)
     if p.is_point:
@@ -137,7 +144,7 @@ def _constant_value(var):
 
 @register_rule(CategoricalRV, "Categorical", ("p",), range_params=("p",))
 def categorical_range(op, domain, params, xp):
-    """Categorical(p) over K classes, x in {lo..hi} subset of {0..K-1}.
+    """Categorical(p) over K classes, x in {lo..hi} subset of {0..K-1} (larger domains are refused).
 
     Derivation. ``ln p(x) = ln p_x``: over the classes the domain allows, the range is
     ``[ln min_x p_x, ln max_x p_x]`` and ``L = ln(max p / min p)`` (DESIGN.md section 4). When
@@ -147,6 +154,13 @@ def categorical_range(op, domain, params, xp):
     """
     lo_x, hi_x = integer_domain(domain, "Categorical")
     (p,) = params
+    classes = np.shape(p.hi)[-1] if xp.name == "numpy" else getattr(p.hi.type, "shape", (None,))[-1]
+    if classes is not None and hi_x > classes - 1:
+        # a record naming a class the model does not have has probability 0
+        raise DomainError(
+            f"the declared domain {domain} reaches above the last class {classes - 1} of a "
+            f"{classes}-class Categorical; declare Integers(0, {classes - 1})"
+        )
     sl = slice(lo_x, hi_x + 1)
     hi = xp.log(xp.amax(p.hi[..., sl], axis=-1))
     lo = xp.log(xp.amin(p.lo[..., sl], axis=-1))

@@ -549,7 +549,7 @@ VECTOR_CASES = [
     ("Bernoulli", Binary(), (Bounds(_P5 * 0.5, _P5 * 0.5 + 0.005),)),
     ("Bernoulli", Binary(), (Bounds(np.linspace(-30, 2, 5), np.linspace(-29, 30, 5), "logit"),)),
     ("Binomial", Integers(0, 10), (_S(10.0), _S(_P5))),
-    ("Binomial", Integers(1, 7), (_S(np.array([3.0, 5, 7, 10, 20])), _S(_P5))),
+    ("Binomial", Integers(1, 7), (_S(np.array([7.0, 8, 9, 10, 20])), _S(_P5))),
     ("Binomial", Integers(0, 10), (_S(10.0), Bounds(_P5 * 0.5, _P5 * 0.5 + 0.3))),
     ("Categorical", Integers(0, 3), (_S(_CAT_ROWS),)),
     ("Categorical", Integers(1, 2), (_S(_CAT_ROWS),)),
@@ -657,6 +657,8 @@ DOMAIN_ERROR_CASES = [
     ("Beta", Interval(0.5, 1), (_S(2.0), _S(2.0))),
     ("LogNormal", Interval(0, 1), (_S(0.0), _S(1.0))),
     ("Normal", Ball(1.0), (_S(0.0), _S(1.0))),  # a row domain for an elementwise factor
+    ("Binomial", Integers(0, 11), (_S(10.0), _S(0.3))),  # above the number of trials
+    ("Categorical", Integers(0, 3), (_S(np.array([0.2, 0.3, 0.5])),)),  # above the last class
 ]
 
 
