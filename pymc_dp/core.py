@@ -55,6 +55,11 @@ _FORBIDDEN_SAMPLE_KWARGS = {
     "model": "the private model samples its own rewritten model",
     "return_inferencedata": "pymc_dp always returns an az.InferenceData",
     "discard_tuned_samples": "warm-up draws are never released",
+    # a step instance is bound to the variables of the model it was built in, not to the
+    # rewritten copy that is sampled; it would fail inside pm.sample, after the ledger charged
+    "step": "the private model samples a rewritten copy of your model, to which a step method "
+    "built in your model does not apply; tune NUTS with keywords instead (target_accept=..., "
+    "nuts_sampler=...)",
 }
 
 

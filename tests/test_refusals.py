@@ -409,7 +409,7 @@ def sampling_case(id, error, names, builder="coin", **kw):
     CASES.append(Case(id, setup, error, names))
 
 
-for key, value in (("draws", 10), ("model", None), ("return_inferencedata", False), ("discard_tuned_samples", False)):
+for key, value in (("draws", 10), ("model", None), ("return_inferencedata", False), ("discard_tuned_samples", False), ("step", object())):
     sampling_case(f"sample-forbids-{key}", TypeError, f"'{key}'", **{key: value})
 sampling_case("chains-not-dividing-draws", ValueError, ("chains=3", "draws=4"), chains=3)
 sampling_case("chains-zero", ValueError, "chains=", chains=0)
