@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import arviz as az
@@ -326,10 +327,12 @@ class PrivateMAP:
         done = 0
         while done < n:
             k = min(batch, n - done)
-            post = run_mcmc(
-                self.model, draws_per_chain=1, tune=tune, chains=k, initvals=dict(self.private_model._initvals),
-                random_seed=int(rng.integers(2**31 - 1)), **mcmc_kwargs,
-            )
+            with warnings.catch_warnings():  # ArviZ: "more chains than draws", by design here
+                warnings.simplefilter("ignore", UserWarning)
+                post = run_mcmc(
+                    self.model, draws_per_chain=1, tune=tune, chains=k, initvals=dict(self.private_model._initvals),
+                    random_seed=int(rng.integers(2**31 - 1)), **mcmc_kwargs,
+                )
             for rv in self.model.free_RVs:
                 out.setdefault(rv.name, []).append(np.asarray(post[rv.name].values)[:, 0])
             done += k
