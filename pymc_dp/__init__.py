@@ -59,3 +59,4 @@ __all__ = [
     "LedgerError",
     "NotConjugateError",
 ]
+from pymc_dp.mechanisms.map import PrivateMAP, private_map; __all__ += ["private_map", "PrivateMAP"]  # noqa: E402,E702

@@ -972,6 +972,8 @@ class ConjugatePlan:
         self.variables = tuple(v.name for v in self._vars)
         self._planner = None  # set by conjugate_plan: what with_data re-evaluates
         self._log_norm = None
+        #: the power of the likelihood (1: the posterior; see :meth:`tempered`)
+        self.beta = 1.0
 
     def describe(self) -> dict:
         """Public description: families, factors, truncation, algorithm; no statistic of the data."""
@@ -1012,6 +1014,10 @@ class ConjugatePlan:
                 "posterior": f"{v.family}" + ("" if truncation is None else " restricted to the truncation"),
                 "algorithm": _ALGORITHMS[v.family],
             }
+        if self.beta != 1.0:
+            for v in out.values():
+                v["posterior"] += f" (likelihood tempered: power {self.beta:.6g})"
+            return {"method": "exact", "likelihood_power": float(self.beta), "variables": out}
         return {"method": "exact", "variables": out}
 
     def sample(self, draws: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -1064,7 +1070,47 @@ class ConjugatePlan:
         """
         if self._planner is None:
             raise RuntimeError("this plan was not built by conjugate_plan(): it cannot be re-evaluated")
-        return self._planner.refresh(self, data)
+        out = self._planner.refresh(self, data)
+        return out if self.beta == 1.0 else out.tempered(self.beta)
+
+    def tempered(self, beta: float) -> "ConjugatePlan":
+        """The same plan with the private likelihood raised to the power ``beta``.
+
+        The density sampled is ``prior x (likelihood of the factors that read private data)^beta
+        x (likelihood of the other factors)``, restricted to the same truncation; ``beta = 1`` is
+        the posterior. For a conjugate model it is in the same family, with the sufficient
+        statistics of the private factors multiplied by ``beta`` (Beta: successes and failures;
+        Gamma: the shape and rate increments; Normal: the precision and precision-weighted sum;
+        Dirichlet: the counts).
+        This is the exponential mechanism with the log-likelihood as utility and the truncated
+        prior as base measure (:mod:`pymc_dp.mechanisms.map`).
+
+        Parameters
+        ----------
+        beta : float
+            The power, finite and > 0. Relative to this plan's likelihood (plans are built with
+            power 1), so ``plan.tempered(a).tempered(b)`` has power ``a * b``.
+
+        Returns
+        -------
+        ConjugatePlan
+            A new plan; this one is unchanged. :meth:`with_data` keeps the power.
+        """
+        import dataclasses
+
+        beta = float(beta)
+        if not (math.isfinite(beta) and beta > 0):
+            raise ValueError(f"beta={beta!r} must be finite and > 0")
+        if self._planner is None:
+            raise RuntimeError("this plan was not built by conjugate_plan(): it cannot be tempered")
+        power = self.beta * beta
+        variables = [dataclasses.replace(v, factors=list(v.factors), posterior={}, samplers={}) for v in self._vars]
+        for v in variables:
+            _Planner._posterior(self._planner, v, samplers=False, beta=power)
+        out = ConjugatePlan(variables)
+        out._planner = self._planner
+        out.beta = power
+        return out
 
     def posteriors(self) -> dict[str, dict]:
         """The truncated posterior of every free RV, as numbers. **Reads the private data.**
@@ -1611,7 +1657,9 @@ class _Planner:
             )
 
     # ------------------------------------------------------------------ posterior
-    def _posterior(self, var: _Variable, samplers: bool = True):
+    def _posterior(self, var: _Variable, samplers: bool = True, beta: float = 1.0):
+        """Prior x (private likelihood)^beta x (public likelihood): the sufficient statistics of
+        the factors that read private data enter times ``beta`` (1: the posterior)."""
         size = var.size
         if var.family == "Beta":
             succ, fail = np.zeros(size), np.zeros(size)
@@ -1620,8 +1668,9 @@ class _Planner:
                 n = np.broadcast_to(f.others["n"], f.observed.shape).reshape(-1) if f.family == "Binomial" else 1.0
                 if np.any((x < 0) | (x > n)) or np.any(x != np.floor(x)):
                     self._outside(f)
-                np.add.at(succ, idx, x)
-                np.add.at(fail, idx, n - x)
+                w = beta if f.private else 1.0
+                np.add.at(succ, idx, w * x)
+                np.add.at(fail, idx, w * (n - x))
             post = {"alpha": var.prior["alpha"].reshape(-1) + succ, "beta": var.prior["beta"].reshape(-1) + fail}
         elif var.family == "Gamma":
             shape_, rate = np.zeros(size), np.zeros(size)
@@ -1629,12 +1678,13 @@ class _Planner:
                 x, idx = self._obs(f, var)
                 if np.any(x < 0) or (f.family == "Poisson" and np.any(x != np.floor(x))):
                     self._outside(f)
+                w = beta if f.private else 1.0
                 if f.family == "Poisson":
-                    np.add.at(shape_, idx, x)
-                    np.add.at(rate, idx, 1.0)
+                    np.add.at(shape_, idx, w * x)
+                    np.add.at(rate, idx, w)
                 else:
-                    np.add.at(shape_, idx, 1.0)
-                    np.add.at(rate, idx, x)
+                    np.add.at(shape_, idx, w)
+                    np.add.at(rate, idx, w * x)
             post = {"shape": var.prior["alpha"].reshape(-1) + shape_, "rate": var.prior["rate"].reshape(-1) + rate}
         elif var.family == "Normal":
             prec, lin = np.zeros(size), np.zeros(size)
@@ -1643,8 +1693,9 @@ class _Planner:
                 sigma = np.broadcast_to(f.others["sigma"], f.observed.shape).reshape(-1).astype(float)
                 if np.any(~np.isfinite(x)) or np.any(~(sigma > 0)):
                     self._outside(f)
-                np.add.at(prec, idx, 1.0 / sigma**2)
-                np.add.at(lin, idx, x / sigma**2)
+                w = beta if f.private else 1.0
+                np.add.at(prec, idx, w / sigma**2)
+                np.add.at(lin, idx, w * x / sigma**2)
             p0 = 1.0 / var.prior["sigma"].reshape(-1) ** 2
             total = p0 + prec
             mu = (var.prior["mu"].reshape(-1) * p0 + lin) / total
@@ -1656,7 +1707,7 @@ class _Planner:
                 x, rows = self._obs(f, var)
                 if np.any((x < 0) | (x >= k)) or np.any(x != np.floor(x)):
                     self._outside(f)
-                np.add.at(counts, (rows, x.astype(np.int64)), 1.0)
+                np.add.at(counts, (rows, x.astype(np.int64)), beta if f.private else 1.0)
             alpha = var.prior["a"].reshape(-1, k) + counts
             post = {"alpha": alpha}
             bounds = {r: (cl, b) for rows, cl, b in var.ratio for r in rows}

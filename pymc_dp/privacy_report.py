@@ -311,6 +311,8 @@ def report(
         raise ValueError(f"confidence={confidence!r} must be in (0, 1)")
     if isinstance(obj, az.InferenceData):
         return _from_release(obj, confidence, int(max_diagnostic_rows))
+    if hasattr(obj, "_privacy_report"):  # other mechanisms (pymc_dp.mechanisms) report themselves
+        return obj._privacy_report(confidence, int(max_diagnostic_rows))
     from pymc_dp.core import PrivateModel
 
     if isinstance(obj, PrivateModel):
@@ -442,10 +444,22 @@ def _plan_truncation_text(t: Mapping | None) -> str:
     return json.dumps(t, sort_keys=True)
 
 
-def _content(cert: dict, release: dict | None, posterior, confidence: float, max_rows: int) -> dict:
-    """The report's content from the certificate, the release's public facts and the released draws."""
+def _content(
+    cert: dict, release: dict | None, posterior, confidence: float, max_rows: int, mechanism: dict | None = None
+) -> dict:
+    """The report's content from the certificate, the release's public facts and the released draws.
+
+    ``mechanism``: the public facts of a mechanism other than posterior sampling (a release
+    carries them in its ``release`` section, which takes precedence). For the exponential
+    mechanism (private MAP) the factors' constants lift to its sensitivity ``Delta_u`` and the
+    tempered log-likelihood changes by ``beta Delta_u = eps0 / 2``: ``Delta`` below.
+    """
+    if release is not None and release.get("mechanism"):
+        mechanism = {k: release[k] for k in ("mechanism", "beta", "sensitivity") if k in release}
     eps0 = float(cert["epsilon_per_draw"])
     Delta = eps0 / 2.0
+    # the per-unit change of the log-likelihood the truncation guarantees (the factors lift to it)
+    truncation_Delta = float(mechanism["sensitivity"]) if mechanism and "sensitivity" in mechanism else Delta
     n = int(cert["draws"])
     dc = 1.0 - confidence
     unit = cert["unit"]
@@ -470,11 +484,12 @@ def _content(cert: dict, release: dict | None, posterior, confidence: float, max
             + "The privacy theorems are for exact posterior draws: MCMC draws are approximate, so "
             "the guarantee below is exact only in the limit of a converged chain.",
         })
-    if lifted > Delta * (1.0 + _REL_TOL) + 1e-300:
+    if lifted > truncation_Delta * (1.0 + _REL_TOL) + 1e-300:
         warnings_.append({
             "kind": "inconsistent",
-            "text": f"inconsistent certificate: the factors' constants lift to Delta = {lifted:.6g} > eps0/2 = "
-            f"{Delta:.6g}. Do not rely on this release; report it as a bug.",
+            "text": f"inconsistent certificate: the factors' constants lift to Delta = {lifted:.6g} > "
+            + ("eps0/2 = " if mechanism is None else "the mechanism's sensitivity Delta_u = ")
+            + f"{truncation_Delta:.6g}. Do not rely on this release; report it as a bug.",
         })
     if mass < SMALL_PRIOR_MASS:
         warnings_.append({
@@ -527,6 +542,7 @@ def _content(cert: dict, release: dict | None, posterior, confidence: float, max
             "prior_mass_method": cert.get("prior_mass_method"),
             "equal_split_prior_mass": _finite_or_none(cert.get("equal_split_prior_mass")),
             "lifted_Delta": lifted,
+            "truncation_Delta": truncation_Delta,
         },
         "bounds": {
             "confidence": confidence,
@@ -563,6 +579,12 @@ def _content(cert: dict, release: dict | None, posterior, confidence: float, max
         "warnings": warnings_,
         "versions": dict(sorted(cert.get("versions", {}).items())),
     }
+    if mechanism is not None:
+        content["mechanism"] = {
+            "name": mechanism.get("mechanism"),
+            "beta": _finite_or_none(mechanism.get("beta")),
+            "sensitivity": _finite_or_none(mechanism.get("sensitivity")),
+        }
     if released:
         total = content["diagnostics"]["draws_total"]
         if total != n:
@@ -726,9 +748,11 @@ def _sections(c: dict) -> list[dict]:
     unit_short = {"record": "one record", "attribute": "one attribute", "user": f"one user (<= {u['rows_per_unit']} rows)"}.get(
         u["kind"], u["kind"]
     )
+    mech = c.get("mechanism")
     head = (
         f"({_f(b['epsilon'], 6)}, {_f(b['delta'], 3)})-differential privacy for the release of N = {n} "
-        f"posterior draw(s); privacy unit: {unit_short}."
+        + ("posterior draw(s)" if mech is None else f"draw(s) of the {mech['name']} mechanism")
+        + f"; privacy unit: {unit_short}."
     )
     if released:
         how = "the exact sampler (iid draws of the truncated posterior)" if s["method"] == "exact" else f"MCMC, sampler {s['sampler']}"
@@ -761,6 +785,18 @@ def _sections(c: dict) -> list[dict]:
         ("One exact posterior draw is 2 Delta-DP (JMLR 2017 Thm 8); N draws compose. Both valid composition "
         "bounds are computed and the smaller is used.")
     ]
+    if mech is not None:
+        kv += [
+            ("mechanism", str(mech["name"])),
+            ("sensitivity Delta_u (the truncation's; the L_j lift to it)", _f(mech["sensitivity"], 6)),
+            ("likelihood power beta = eps0 / (2 Delta_u)", _f(mech["beta"], 6)),
+        ]
+        paragraphs.append(
+            "Each draw is from the truncated prior times the private likelihood to the power beta: the "
+            "exponential mechanism with the log-likelihood as utility (AAAI 2016 Alg. 3, Cor. 4). It is "
+            "eps0-DP, and posterior sampling is its case beta = 1. Delta = beta Delta_u is the per-unit "
+            "change of the tempered log-likelihood, the Delta of the bounds below."
+        )
     out.append(_section("Budget", paragraphs=paragraphs, kv=kv))
 
     # --- ledger
@@ -820,7 +856,9 @@ def _sections(c: dict) -> list[dict]:
                   "none": "none (explicit bounds)"}.get(sp["method"], str(sp["method"]))
     kv = [
         ("split of Delta across factors", split_text),
-        ("Delta lifted from the factors' L_j", f"{_f(sp['lifted_Delta'], 6)} (must be <= Delta = {_f(b['Delta'], 6)})"),
+        ("Delta lifted from the factors' L_j",
+         f"{_f(sp['lifted_Delta'], 6)} (must be <= "
+         + (f"Delta = {_f(b['Delta'], 6)})" if mech is None else f"Delta_u = {_f(sp['truncation_Delta'], 6)})")),
         ("prior mass kept xi(Theta_L)", f"{_f(sp['prior_mass_kept'])} ({sp['prior_mass_method']})"),
         ("prior mass an equal split keeps", _f(sp["equal_split_prior_mass"])),
     ]
