@@ -459,18 +459,20 @@ class FourierUpdates(_Updates):
         return 2.0 ** (-self.k / 2) * (len(rec) - 2.0 * parity.sum(axis=0))
 
     def marginal(self, z: np.ndarray, family: Sequence[int]) -> np.ndarray:
-        """The marginal table of ``family`` (variable indices) from coefficients ``z``:
-        an array of shape ``(2,) * |S|`` indexed by the values of the family's variables in order."""
+        """The marginal table of ``family`` (variable indices) from coefficients ``z`` (last axis:
+        :attr:`closure`; leading axes are runs): shape ``z.shape[:-1] + (2,) * |S|``, indexed by
+        the values of the family's variables in order."""
         fam = list(family)
         s = len(fam)
         cells = np.array(list(itertools.product((0, 1), repeat=s)), dtype=np.int64).reshape(-1, s)
-        out = np.zeros(len(cells))
+        z = np.asarray(z, float)
+        out = np.zeros(z.shape[:-1] + (len(cells),))
         for r in range(s + 1):
             for sub in itertools.combinations(range(s), r):
                 g = frozenset(fam[i] for i in sub)
                 sign = (-1.0) ** cells[:, list(sub)].sum(axis=1) if sub else np.ones(len(cells))
-                out += z[..., self._index[g]] * sign
-        return (2.0 ** (self.k / 2 - s) * out).reshape((2,) * s)
+                out += z[..., self._index[g], None] * sign
+        return (2.0 ** (self.k / 2 - s) * out).reshape(z.shape[:-1] + (2,) * s)
 
     def parameters_from(self, z: np.ndarray) -> tuple[dict[str, np.ndarray], int]:
         """Posterior parameters from (shifted) coefficients, and the number of negative cells."""
