@@ -254,7 +254,7 @@ class LaplaceUpdates(_Updates):
 
     The counts are integers, so OpenDP's discrete Laplace with scale ``b = Δ/ε`` is ``ε``-DP
     (OpenDP's own privacy map is checked). Clipping to ``[0, u]`` (``u = n`` times the nodes of a
-    record that update the same parameter; ``n`` is public under replacement) and the posterior
+    record that can update the cell; ``n`` is public under replacement) and the posterior
     draws are post-processing.
     """
 
@@ -265,8 +265,11 @@ class LaplaceUpdates(_Updates):
         super().__init__(model, **kwargs)
         self.sensitivity, self.derivation = self._sensitivity()
         self.noise_scale = self.sensitivity / self.epsilon
-        per = self.net.nodes_per_param()
-        self.upper = {name: self.net.rows * per[name] for name in self.net.params}
+        # a cell counts at most one observation per record of each node whose gather can reach it
+        reach = {name: np.zeros(p["cells"], dtype=np.int64) for name, p in self.net.params.items()}
+        for nd in self.net.nodes:
+            reach[nd.param][sorted(set(nd.table))] += 1
+        self.upper = {name: self.net.rows * r for name, r in reach.items()}
         discrete_laplace(np.zeros(0, np.int64), self.noise_scale, sensitivity=self.sensitivity, epsilon=self.epsilon)
 
     def _sensitivity(self) -> tuple[float, str]:
@@ -300,7 +303,7 @@ class LaplaceUpdates(_Updates):
         params, pos = {}, 0
         for name, p in self.net.params.items():
             size = p["cells"] * p["K"]
-            z = np.clip(noisy[pos : pos + size].reshape(p["cells"], p["K"]), 0, self.upper[name])
+            z = np.clip(noisy[pos : pos + size].reshape(p["cells"], p["K"]), 0, self.upper[name][:, None])
             pos += size
             params[name] = p["prior"] + z
         return params, {"posterior_parameters": _params_json(self.net, params)}
@@ -314,7 +317,8 @@ class LaplaceUpdates(_Updates):
                 "sampler": "OpenDP make_laplace(vector_domain(atom_domain(T=int)), l1_distance(T=int))",
                 "scale": self.noise_scale,
             },
-            "truncation": {"lower": 0, "upper": dict(self.upper), "note": "noisy counts clipped to [0, u] (post-processing)"},
+            "truncation": {"lower": 0, "upper": {k: v.tolist() for k, v in self.upper.items()},
+                           "note": "noisy counts clipped to [0, u], u = n x the nodes of a record that can update the cell (post-processing)"},
         }
 
     # ------------------------------------------------------------------ audit
@@ -361,8 +365,9 @@ class FourierUpdates(_Updates):
     ``+ c + Σ_{γ⊆S} ±X_γ``), so no cell is negative when ``Σ_{γ∈N_I} |X_γ| <= c``; that sum is
     Gamma(``|N_I|``, b), so ``P(non-negative) >= 1 - Q(|N_I|, c/b) = 1 - Q(|N_I|, 2t|N_I|)``
     (regularised upper incomplete gamma), released as ``nonnegativity.guaranteed``. The
-    paper's Corollary 3 states ``1 - e^{-t}``; that holds only for ``t`` large enough (it
-    fails for small ``t``, see docs/mechanisms.md), so the release reports both.
+    paper's Corollary 3 states ``1 - e^{-t}``; this argument implies it only for ``t`` large
+    enough (roughly ``t >= 0.5``; for smaller ``t`` the paper gives no proof and we have none,
+    see docs/mechanisms.md), so the release reports both and guarantees only the former.
     """
 
     name = "fourier_updates"
@@ -520,7 +525,7 @@ class FourierUpdates(_Updates):
             "guaranteed": float(1.0 - sc.gammaincc(size, ratio)) if ratio > 0 else 0.0,
             "guarantee": "P(no negative marginal cell) >= 1 - Q(|N_I|, c/b) (sum of |N_I| Laplace magnitudes <= c)",
             "paper_claim": float(1.0 - math.exp(-self.t)),
-            "paper_claim_note": "AAAI Corollary 3 (1 - e^-t) holds only for t large enough; not used as the guarantee",
+            "paper_claim_note": "AAAI Corollary 3 (1 - e^-t); not implied by the union bound for small t (about t < 0.5); not used as the guarantee",
         }
 
     def _public(self) -> dict:
