@@ -216,3 +216,25 @@ def test_refusals():
         pymc_dp.laplace_updates(m, epsilon=1.0, unit="row", data={"x": pymc_dp.Binary()}, ledger=None)
     with pytest.raises(pymc_dp.PrivacyError, match="ledger"):
         pymc_dp.laplace_updates(m, epsilon=1.0, data={"x": pymc_dp.Binary()}, ledger="mine")
+
+
+@pytest.mark.parametrize("kind", ["laplace", "fourier"])
+def test_report_renders_a_mechanism_release(kind, tmp_path):
+    import arviz as az
+
+    model, domains = naive_bayes(n=20, m=2)
+    build = pymc_dp.laplace_updates if kind == "laplace" else pymc_dp.fourier_updates
+    ledger = pymc_dp.Ledger(tmp_path / "l.sqlite", epsilon=5.0)
+    idata = build(model, epsilon=0.7, data=domains, draws=200, ledger=ledger).sample(random_seed=0)
+    rep = pymc_dp.report(idata)
+    text = str(rep)
+    assert f"{kind}_updates" in text and "0.7" in text and "domain of X   {0, 1}" in text
+    assert "L1 sensitivity" in text and "noise scale" in text and "ess_bulk" in text.lower() and "opendp" in text
+    assert ("Non-negativity" in text) == (kind == "fourier")
+    assert "Distinguishability" not in text and "prior mass" not in text  # core-only sections are omitted
+    assert rep["budget"]["epsilon"] == 0.7 and rep["ledger"]["spent_epsilon"] == pytest.approx(0.7)
+    assert rep.to_markdown() and rep.to_html()
+    # a release saved and read back gives the same report
+    path = tmp_path / "r.nc"
+    idata.to_netcdf(path)
+    assert pymc_dp.report(az.from_netcdf(path)) == rep
