@@ -291,8 +291,9 @@ def report(
 
     Parameters
     ----------
-    obj : az.InferenceData, PrivateModel or PrivacyReport
-        A release made by :meth:`PrivateModel.sample` (read: ``attrs["pymc_dp"]`` and the
+    obj : az.InferenceData, PrivateModel, Mechanism or PrivacyReport
+        A release made by :meth:`PrivateModel.sample` or by a mechanism of
+        :mod:`pymc_dp.mechanisms` (a mechanism object reports its last release) (read: ``attrs["pymc_dp"]`` and the
         ``posterior`` group only, so a release saved with ``to_netcdf`` and read back with
         ``az.from_netcdf`` gives the same report), or a :class:`~pymc_dp.PrivateModel`: its
         certificate, and its last release when it remembers one (attribute ``last_release``);
@@ -312,7 +313,16 @@ def report(
     if isinstance(obj, az.InferenceData):
         return _from_release(obj, confidence, int(max_diagnostic_rows))
     from pymc_dp.core import PrivateModel
+    from pymc_dp.mechanisms.base import Mechanism
 
+    if isinstance(obj, Mechanism):
+        last = getattr(obj, "last_release", None)
+        if last is None:
+            raise ValueError(
+                f"{type(obj).__name__} has not released anything yet: its report describes a release; "
+                "call .sample() first (or report the released InferenceData)."
+            )
+        return _from_release(last, confidence, int(max_diagnostic_rows))
     if isinstance(obj, PrivateModel):
         cert = _normalise(obj.certificate.to_dict())
         last = getattr(obj, "last_release", None)

@@ -10,6 +10,11 @@ charge, and the audit protocol used by :func:`pymc_dp.audit`).
 """
 
 from pymc_dp.mechanisms.base import Mechanism
-from pymc_dp.mechanisms.updates import FourierUpdates, LaplaceUpdates, fourier_updates, laplace_updates
+from pymc_dp.mechanisms.updates import (
+    FourierUpdates,
+    LaplaceUpdates,
+    fourier_updates,
+    laplace_updates,
+)
 
-__all__ = ["Mechanism", "LaplaceUpdates", "FourierUpdates", "laplace_updates", "fourier_updates"]
+__all__ = ["FourierUpdates", "LaplaceUpdates", "Mechanism", "fourier_updates", "laplace_updates"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from pymc_dp.exceptions import PrivacyError
 
-__all__ = ["discrete_laplace", "continuous_laplace", "opendp_version"]
+__all__ = ["continuous_laplace", "discrete_laplace", "opendp_version"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,7 +54,7 @@ def _check(scale: float, sensitivity: float | None, epsilon: float | None, kind:
         raise PrivacyError(f"noise scale {scale!r} must be a finite number > 0")
     meas = _measurement(kind, float(scale))
     if sensitivity is not None and epsilon is not None:
-        d_in = int(math.ceil(sensitivity)) if kind == "int" else float(sensitivity)
+        d_in = math.ceil(sensitivity) if kind == "int" else float(sensitivity)
         claimed = float(meas.map(d_in))
         if claimed > float(epsilon) * (1 + 1e-9):
             raise PrivacyError(

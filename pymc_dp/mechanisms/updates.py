@@ -30,16 +30,26 @@ import pymc as pm
 import xarray as xr
 from scipy import special as sc
 
-from pymc_dp.core import PrivateModel, _check_budget, _check_ledger, _exact_rng, _versions
+from pymc_dp.core import (
+    PrivateModel,
+    _check_budget,
+    _check_ledger,
+    _exact_rng,
+    _versions,
+)
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend, fingerprint
 from pymc_dp.mechanisms.base import Mechanism
 from pymc_dp.mechanisms.bayesnet import BayesNet, read_bayesnet
-from pymc_dp.mechanisms.noise import continuous_laplace, discrete_laplace, opendp_version
+from pymc_dp.mechanisms.noise import (
+    continuous_laplace,
+    discrete_laplace,
+    opendp_version,
+)
 from pymc_dp.units import Users, describe_unit
 
-__all__ = ["LaplaceUpdates", "FourierUpdates", "laplace_updates", "fourier_updates"]
+__all__ = ["FourierUpdates", "LaplaceUpdates", "fourier_updates", "laplace_updates"]
 
 SEED_NOTE = (
     "random_seed seeds only the posterior draws made from the released parameters (post-processing); "
@@ -186,6 +196,12 @@ class _Updates(Mechanism):
                 labels = self.model.coords.get(dim)
                 coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
         return xr.Dataset(data_vars, coords=coords)
+
+    def report(self, **kwargs: Any):
+        """The :class:`~pymc_dp.PrivacyReport` of the last release."""
+        from pymc_dp.privacy_report import report
+
+        return report(self, **kwargs)
 
     def _common_public(self) -> dict:
         return {

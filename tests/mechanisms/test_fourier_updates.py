@@ -31,7 +31,7 @@ def _materialised_coefficients(mech, data):
     return np.array(out)
 
 
-@pytest.mark.parametrize("build, kw", [(coin, dict(n=7)), (chain_net, dict(n=11)), (naive_bayes, dict(n=13, m=3))])
+@pytest.mark.parametrize("build, kw", [(coin, {"n": 7}), (chain_net, {"n": 11}), (naive_bayes, {"n": 13, "m": 3})])
 def test_coefficients_equal_the_materialised_table(build, kw):
     model, domains = build(**kw)
     mech = pymc_dp.fourier_updates(model, epsilon=1.0, data=domains, ledger=None)
@@ -45,7 +45,7 @@ def test_closure_of_naive_bayes_has_2d_plus_2_elements():
     assert mech.paper_sensitivity == pytest.approx(2 * 10 * 2 ** (-5 / 2))
 
 
-@pytest.mark.parametrize("build, kw", [(coin, dict(n=3)), (chain_net, dict(n=3)), (naive_bayes, dict(n=3, m=2))])
+@pytest.mark.parametrize("build, kw", [(coin, {"n": 3}), (chain_net, {"n": 3}), (naive_bayes, {"n": 3, "m": 2})])
 def test_sensitivity_is_exact_by_enumeration(build, kw):
     model, domains = build(**kw)
     mech = pymc_dp.fourier_updates(model, epsilon=1.0, data=domains, ledger=None)

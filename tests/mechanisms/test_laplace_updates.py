@@ -11,7 +11,14 @@ import pytest
 import pymc_dp
 from pymc_dp.exact import conjugate_plan
 from pymc_dp.mechanisms.updates import draw_posterior
-from tests.models import chain_net, coin, dirichlet_categorical, naive_bayes, normal_location_scale, poisson_bernoulli
+from tests.models import (
+    chain_net,
+    coin,
+    dirichlet_categorical,
+    naive_bayes,
+    normal_location_scale,
+    poisson_bernoulli,
+)
 
 
 def _records(net):
@@ -50,7 +57,7 @@ def _brute_force_l1(mech, unit="record"):
 
 @pytest.mark.parametrize(
     "build, kw, expected",
-    [(coin, dict(n=3), 2), (chain_net, dict(n=3), 6), (naive_bayes, dict(n=3, m=2), 6)],
+    [(coin, {"n": 3}, 2), (chain_net, {"n": 3}, 6), (naive_bayes, {"n": 3, "m": 2}, 6)],
 )
 def test_record_sensitivity_is_exact_by_enumeration(build, kw, expected):
     model, domains = build(**kw)
@@ -121,7 +128,7 @@ def test_release_shape_truncation_and_attrs():
     assert meta["mechanism"] == "laplace_updates" and meta["epsilon"] == 0.2 and meta["delta"] == 0.0
     assert meta["sensitivity"]["l1"] == 8 and meta["noise"]["scale"] == 40
     assert "OpenDP" in meta["noise"]["sampler"] and "opendp" in meta["versions"]
-    for name, p in meta["released"]["posterior_parameters"].items():
+    for p in meta["released"]["posterior_parameters"].values():
         for key in ("alpha", "beta"):
             z = np.asarray(p[key]) - 1.0  # prior Beta(1, 1)
             assert np.all(z >= 0) and np.all(z <= 30)  # clipped to [0, n]
@@ -238,8 +245,12 @@ def test_report_renders_a_mechanism_release(kind, tmp_path):
     model, domains = naive_bayes(n=20, m=2)
     build = pymc_dp.laplace_updates if kind == "laplace" else pymc_dp.fourier_updates
     ledger = pymc_dp.Ledger(tmp_path / "l.sqlite", epsilon=5.0)
-    idata = build(model, epsilon=0.7, data=domains, draws=200, ledger=ledger).sample(random_seed=0)
+    mech = build(model, epsilon=0.7, data=domains, draws=200, ledger=ledger)
+    with pytest.raises(ValueError, match="sample"):
+        mech.report()  # nothing released yet
+    idata = mech.sample(random_seed=0)
     rep = pymc_dp.report(idata)
+    assert mech.report() == rep
     text = str(rep)
     assert f"{kind}_updates" in text and "0.7" in text and "domain of X   {0, 1}" in text
     assert "L1 sensitivity" in text and "noise scale" in text and "ess_bulk" in text.lower() and "opendp" in text
