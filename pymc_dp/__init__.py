@@ -26,9 +26,25 @@ from pymc_dp.privacy_report import PrivacyReport, report
 from pymc_dp.query import Answer, Decision, answer
 from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is imported when a plot is drawn)
 from pymc_dp.units import Users
+from pymc_dp.mechanisms import (
+    FourierUpdates,
+    LaplaceUpdates,
+    Mechanism,
+    PrivateMAP,
+    fourier_updates,
+    laplace_updates,
+    private_map,
+)
 
 __all__ = [
     "private",
+    "laplace_updates",
+    "fourier_updates",
+    "LaplaceUpdates",
+    "FourierUpdates",
+    "Mechanism",
+    "private_map",
+    "PrivateMAP",
     "report",
     "PrivacyReport",
     "answer",
@@ -59,4 +75,3 @@ __all__ = [
     "LedgerError",
     "NotConjugateError",
 ]
-from pymc_dp.mechanisms.map import PrivateMAP, private_map; __all__ += ["private_map", "PrivateMAP"]  # noqa: E402,E702

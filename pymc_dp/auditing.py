@@ -408,16 +408,17 @@ def _key(arr) -> bytes:
 class _DataSpace:
     """Neighbouring datasets for a private model: base datasets and their unit changes."""
 
-    def __init__(self, pmod, *, include_data, levels, max_bases, groups, n_random, rng):
-        self.pmod = pmod
-        self.unit = pmod.unit
+    def __init__(self, model, domains, unit, reads, *, include_data, levels, max_bases, groups, n_random, rng):
+        """``model``: the model holding the private containers; ``domains``: every private
+        container's domain; ``unit``: the privacy unit; ``reads``: the containers the release
+        depends on (the only ones changed)."""
+        self.unit = unit
         self.rng = rng
         self.levels = levels
         self.groups = groups
-        model = pmod.model
-        read = sorted({c for f in pmod.factors for c in f.reads})
+        read = sorted(set(reads))
         self.names = read
-        self.domains = {c: pmod.domains[c] for c in read}
+        self.domains = {c: domains[c] for c in read}
         self.current = {v.name: np.array(v.get_value()) for v in model.data_vars if v.name in self.domains}
         self.dtypes = {k: v.dtype for k, v in self.current.items()}
         self.n = {k: int(v.shape[0]) for k, v in self.current.items()}
@@ -428,7 +429,7 @@ class _DataSpace:
         self.public_rows = {
             v.name: np.asarray(v.get_value())
             for v in model.data_vars
-            if v.name not in pmod.domains and self.rows is not None and np.ndim(v.get_value()) >= 1
+            if v.name not in domains and self.rows is not None and np.ndim(v.get_value()) >= 1
             and np.shape(v.get_value())[0] == self.rows
         }
         self.container_cands = {
@@ -1479,6 +1480,13 @@ def _audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, g
         return st
 
     st_x, st_y = collect(mech.draw_x), collect(mech.draw_y)
+    return _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=delta)
+
+
+def _statistical_test(st_x: dict, st_y: dict, pair, *, runs: int, confidence: float, delta: float) -> dict:
+    """Choose a statistic and event on the first half of the runs, bound epsilon from below on
+    the second half (Clopper-Pearson); ``st_x``, ``st_y``: statistic name -> values per run."""
+    label, x, change, y = pair
     alpha = (1.0 - confidence) / 2.0  # one for each of the two Clopper-Pearson bounds
     half = runs // 2
     choice = None
@@ -1569,8 +1577,12 @@ def audit(
 
     Parameters
     ----------
-    private_model : PrivateModel
-        What to audit: its certificate's per-draw epsilon, unit, domains and truncation.
+    private_model : PrivateModel or Mechanism
+        What to audit: its certificate's per-draw epsilon, unit, domains and truncation. A
+        :class:`~pymc_dp.mechanisms.base.Mechanism` (e.g. :func:`pymc_dp.laplace_updates`) is
+        audited statistically: its release's epsilon against runs of its noise on the pair of
+        neighbours the search finds most distinguishable (:meth:`Mechanism.audit_score`), with
+        its exact output log-ratio (:meth:`Mechanism.audit_log_ratio`) as the statistic.
     method : {"auto", "exact", "numerical", "statistical"}
         ``"auto"``: exact when the model has an exact (conjugate) sampler, else numerical when it
         has at most two free scalar parameters, else statistical.
@@ -1619,10 +1631,19 @@ def audit(
         raise AuditError(f"release={release!r}; use 'draw' or 'full'")
     if not 0.0 < confidence < 1.0:
         raise AuditError(f"confidence={confidence!r} must be in (0, 1)")
+    from pymc_dp.mechanisms.base import Mechanism
+
+    if isinstance(private_model, Mechanism):
+        return _audit_mechanism(
+            private_model, method=method, pairs=pairs, include_data=include_data, confidence=confidence,
+            runs=runs, release=release, random_seed=random_seed, max_bases=max_bases, max_pairs=max_pairs,
+            groups=groups, levels=levels, random_bases=random_bases, t0=t0,
+        )
     cert = private_model.certificate
     rng = np.random.default_rng(random_seed)
     space = _DataSpace(
-        private_model, include_data=include_data, levels=levels, max_bases=max_bases,
+        private_model.model, private_model.domains, private_model.unit,
+        [c for f in private_model.factors for c in f.reads], include_data=include_data, levels=levels, max_bases=max_bases,
         groups=groups, n_random=random_bases, rng=rng,
     )
     space.max_bases = min(max_bases, max(8, max_pairs // space.changes_per_base()))
@@ -1748,4 +1769,73 @@ def audit(
         seconds=float(time.perf_counter() - t0),
         notes=tuple(notes),
         curve=res.get("curve", {}),
+    )
+
+
+# =========================================================================== mechanisms
+def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, release, random_seed, max_bases,
+                     max_pairs, groups, levels, random_bases, t0) -> AuditResult:
+    """Statistical audit of a :class:`~pymc_dp.mechanisms.base.Mechanism` (one release)."""
+    if method not in ("auto", "statistical"):
+        raise AuditError(f"method={method!r}: a noise mechanism ({mech.name}) is audited with method='statistical'")
+    if release != "draw":
+        raise AuditError("release='full' is for posterior sampling; a mechanism's release is audited as one output")
+    rng = np.random.default_rng(random_seed)
+    space = _DataSpace(mech.model, mech.domains, mech.unit, mech.reads, include_data=include_data, levels=levels,
+                       max_bases=max_bases, groups=groups, n_random=random_bases, rng=rng)
+    space.max_bases = min(max_bases, max(8, max_pairs // space.changes_per_base()))
+    notes = []
+    searched = 0
+    bases = []
+    if pairs is not None:
+        pair = _given_pairs(space, pairs)[0]
+    else:
+        bases = space.bases()
+        best = None
+        for cand in _pairs_from_search(space, bases):
+            score = mech.audit_score(cand[1], cand[3])
+            if score is None:
+                break
+            searched += 1
+            if best is None or score > best[0]:
+                best = (score, cand)
+            if searched >= max_pairs:
+                break
+        if best is None:
+            pair = _heuristic_pair(space)
+            notes.append("pair: heuristic (all rows at one extreme record, one unit changed to the farthest record)")
+        else:
+            pair = best[1]
+            notes.append(f"pair: the most distinguishable of {searched} neighbouring pairs (score {best[0]:.4g})")
+    runs = int(runs if runs is not None else 100_000)
+    if runs < 4:
+        raise AuditError("runs must be at least 4 (half choose the event, half test it)")
+    _, x, _, y = pair
+    ox, oy = np.asarray(mech.audit_runs(x, runs, rng), float), np.asarray(mech.audit_runs(y, runs, rng), float)
+    ox, oy = ox.reshape(runs, -1), oy.reshape(runs, -1)
+    st_x, st_y = {}, {}
+    lr = mech.audit_log_ratio(x, y)
+    if lr is not None:
+        st_x["log-ratio"], st_y["log-ratio"] = np.asarray(lr(ox), float), np.asarray(lr(oy), float)
+    else:
+        for j in range(min(ox.shape[1], 64)):
+            st_x[f"output[{j}]"], st_y[f"output[{j}]"] = ox[:, j], oy[:, j]
+    res = _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=0.0)
+    claimed = float(mech.epsilon)
+    if res["measured"] > claimed:
+        verdict = "fail"
+    elif res["power"] <= claimed:
+        verdict = "inconclusive"
+        notes.append(f"{runs} runs can certify at most epsilon {res['power']:.3g} <= the claim: more runs are needed")
+    else:
+        verdict = "pass"
+    notes.append(f"mechanism {mech.name}: one release's noisy output (before post-processing) is audited")
+    return AuditResult(
+        method="statistical", verdict=verdict, claimed=claimed, epsilon_per_draw=claimed, epsilon_total=claimed,
+        delta=float(mech.delta), draws=1, release="draw", unit=describe_unit(mech.unit),
+        measured=float(res["measured"]), estimate=res.get("estimate"), error=0.0, tolerance=0.0,
+        confidence=float(confidence), power=res.get("power"), pairs=max(searched, 1), bases=len(bases),
+        runs=runs, sampler=mech.name, witness=res.get("witness"),
+        reads_private_data=bool(include_data or pairs is not None), seconds=float(time.perf_counter() - t0),
+        notes=tuple(notes), curve=res.get("curve", {}),
     )

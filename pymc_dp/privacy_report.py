@@ -291,8 +291,9 @@ def report(
 
     Parameters
     ----------
-    obj : az.InferenceData, PrivateModel or PrivacyReport
-        A release made by :meth:`PrivateModel.sample` (read: ``attrs["pymc_dp"]`` and the
+    obj : az.InferenceData, PrivateModel, Mechanism or PrivacyReport
+        A release made by :meth:`PrivateModel.sample` or by a mechanism of
+        :mod:`pymc_dp.mechanisms` (a mechanism object reports its last release) (read: ``attrs["pymc_dp"]`` and the
         ``posterior`` group only, so a release saved with ``to_netcdf`` and read back with
         ``az.from_netcdf`` gives the same report), or a :class:`~pymc_dp.PrivateModel`: its
         certificate, and its last release when it remembers one (attribute ``last_release``);
@@ -314,7 +315,16 @@ def report(
     if hasattr(obj, "_privacy_report"):  # other mechanisms (pymc_dp.mechanisms) report themselves
         return obj._privacy_report(confidence, int(max_diagnostic_rows))
     from pymc_dp.core import PrivateModel
+    from pymc_dp.mechanisms.base import Mechanism
 
+    if isinstance(obj, Mechanism):
+        last = getattr(obj, "last_release", None)
+        if last is None:
+            raise ValueError(
+                f"{type(obj).__name__} has not released anything yet: its report describes a release; "
+                "call .sample() first (or report the released InferenceData)."
+            )
+        return _from_release(last, confidence, int(max_diagnostic_rows))
     if isinstance(obj, PrivateModel):
         cert = _normalise(obj.certificate.to_dict())
         last = getattr(obj, "last_release", None)
@@ -363,6 +373,10 @@ def _payload(idata) -> dict:
 
 def _from_release(idata, confidence: float, max_rows: int) -> PrivacyReport:
     payload = _payload(idata)
+    if "mechanism" in payload:  # a noise mechanism of pymc_dp.mechanisms (laplace_updates, ...)
+        if "posterior" not in idata.groups():
+            raise ValueError("this InferenceData has no posterior group: there are no released draws to report.")
+        return PrivacyReport(_mechanism_content(payload, idata.posterior, max_rows))
     release = payload["release"]
     cert = {k: v for k, v in payload.items() if k != "release"}
     if "posterior" not in idata.groups():
@@ -736,7 +750,91 @@ def _section(title, *, lead=None, alerts=(), paragraphs=(), kv=(), tables=()):
             "tables": list(tables)}
 
 
+def _mechanism_content(p: dict, posterior, max_rows: int) -> dict:
+    """A noise mechanism's release: only what its attrs say (no posterior-sampling bounds)."""
+    release = p.get("release", {})
+    content = {
+        "schema": SCHEMA,
+        "kind": "mechanism",
+        "status": "released",
+        "mechanism": p["mechanism"],
+        "algorithm": p.get("algorithm"),
+        "budget": {"epsilon": float(p["epsilon"]), "delta": float(p.get("delta", 0.0)), "draws": int(p["draws"])},
+        "unit": {"kind": p["unit"], "rows_per_unit": int(p.get("rows_per_unit", 1)),
+                 "text": _UNIT_TEXT.get(p["unit"], p["unit"]).format(m=p.get("rows_per_unit", 1))},
+        "domains": {k: _domain_text(v) for k, v in p.get("domains", {}).items()},
+        "public": list(p.get("public", [])),
+        "network": p.get("network", []),
+        "sensitivity": p.get("sensitivity", {}),
+        "noise": p.get("noise", {}),
+        "truncation": p.get("truncation"),
+        "nonnegativity": p.get("nonnegativity"),
+        "released": {k: v for k, v in p.get("released", {}).items() if k in ("non_negative", "negative_cells_clipped")},
+        "seed": p.get("seed"),
+        "ledger": _ledger(release),
+        "diagnostics": _diagnostics(posterior, {"method": "exact"}, max_rows),
+        "versions": dict(sorted(p.get("versions", {}).items())),
+    }
+    total = content["diagnostics"]["draws_total"]
+    content["warnings"] = [] if total == content["budget"]["draws"] else [
+        {"kind": "draws_mismatch", "text": f"the posterior holds {total} draws, but the release made {content['budget']['draws']}."}
+    ]
+    return content
+
+
+def _mechanism_sections(c: dict) -> list[dict]:
+    b, u = c["budget"], c["unit"]
+    out = []
+    head = (f"({_f(b['epsilon'], 6)}, 0)-differential privacy for one release of noisy posterior parameters "
+            f"({c['mechanism']}); the {b['draws']} posterior draws are post-processing.")
+    alerts = [("warning", w["text"]) for w in c["warnings"]]
+    out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[f"Mechanism: {c['algorithm']}."]))
+    kv = [("epsilon", _f(b["epsilon"], 6)), ("delta", "0"), ("privacy unit", u["text"])]
+    kv += [(f"domain of {k}", v) for k, v in c["domains"].items()]
+    if c["public"]:
+        kv.append(("public containers", ", ".join(c["public"])))
+    out.append(_section("Budget and unit", kv=kv))
+    sens, noise = c["sensitivity"], c["noise"]
+    kv = [("L1 sensitivity", _f(sens.get("l1"), 6)), ("derivation", sens.get("derivation", "n/a"))]
+    if "paper_bound" in sens:
+        kv.append(("paper's bound (AAAI Cor. 2)", _f(sens["paper_bound"], 6)))
+    kv += [("noise", noise.get("distribution", "n/a")), ("sampler", noise.get("sampler", "n/a")),
+           ("noise scale b = sensitivity / epsilon", _f(noise.get("scale"), 6))]
+    out.append(_section("Sensitivity and noise", kv=kv))
+    rows = [[n["factor"], str(n["element"]), n["observes"], ", ".join(n["parents"]) or "-", n["parameter"]] for n in c["network"]]
+    if rows:
+        out.append(_section("Network", tables=[{"caption": "Nodes of one record", "headers": ["factor", "element", "observes", "parents", "parameter"], "rows": rows}]))
+    nn = c["nonnegativity"]
+    if nn is not None:
+        rel = c["released"]
+        kv = [("t", _f(nn["t"])), ("shift added to the zero coefficient", _f(nn["shift"], 6)),
+              ("guaranteed P(non-negative)", _f(nn["guaranteed"], 6)), ("guarantee", nn["guarantee"]),
+              ("paper's claim 1 - e^-t", _f(nn["paper_claim"], 6) + " (" + nn["paper_claim_note"] + ")"),
+              ("this release non-negative (stealthy)", _f(bool(rel.get("non_negative"))))]
+        if not rel.get("non_negative"):
+            kv.append(("negative cells clipped to 0", str(rel.get("negative_cells_clipped"))))
+        out.append(_section("Non-negativity", kv=kv))
+    if c["truncation"]:
+        out.append(_section("Truncation", paragraphs=[c["truncation"].get("note", "")]))
+    if c["ledger"] is not None:
+        lg = c["ledger"]
+        out.append(_section("Budget ledger", kv=[(k.replace("_", " "), _f(v, 6)) for k, v in lg.items() if not isinstance(v, (dict, list))]))
+    d = c["diagnostics"]
+    paragraphs = [f"Computed from the {d['draws_total']} released draws only, with ArviZ {d['arviz']} (post-processing)."]
+    if d["note"]:
+        paragraphs.append("Note: " + d["note"] + ".")
+    rows = [[r[0]] + [_f(v) for v in r[1:]] for r in d["rows"]]
+    out.append(_section("Diagnostics of the released draws", paragraphs=paragraphs,
+                        tables=[{"caption": "Released draws", "headers": ["parameter"] + d["columns"], "rows": rows}] if rows else []))
+    out.append(_section("Caveats", paragraphs=[c["seed"] or "",
+               "The domains and the privacy unit must come from how the data were collected, never from the data."]))
+    out.append(_section("Versions", kv=[(k, str(v)) for k, v in c["versions"].items()]))
+    return out
+
+
 def _sections(c: dict) -> list[dict]:
+    if c.get("kind") == "mechanism":
+        return _mechanism_sections(c)
     b, u, s, sp, bd = c["budget"], c["unit"], c["sampling"], c["split"], c["bounds"]
     released = c["status"] == "released"
     n = b["draws"]

@@ -1,1 +1,31 @@
-"""Mechanisms of the seed papers beyond posterior sampling (DESIGN.md section 9)."""
+"""Mechanisms of the seed papers beside posterior sampling (DESIGN.md section 9).
+
+* :func:`laplace_updates` -- Laplace noise on a discrete Bayes network's posterior updates
+  (AAAI 2016, Alg. 1);
+* :func:`fourier_updates` -- Laplace noise on the Fourier coefficients of its contingency table
+  (AAAI 2016, Alg. 2): consistent marginals;
+* :func:`private_map` -- the exponential mechanism with the truncated prior as base measure
+  (AAAI 2016, Alg. 3): a tempered truncated posterior draw.
+
+The noise mechanisms implement :class:`~pymc_dp.mechanisms.base.Mechanism` (release with a
+ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
+"""
+
+from pymc_dp.mechanisms.base import Mechanism
+from pymc_dp.mechanisms.map import PrivateMAP, private_map
+from pymc_dp.mechanisms.updates import (
+    FourierUpdates,
+    LaplaceUpdates,
+    fourier_updates,
+    laplace_updates,
+)
+
+__all__ = [
+    "FourierUpdates",
+    "LaplaceUpdates",
+    "Mechanism",
+    "PrivateMAP",
+    "fourier_updates",
+    "laplace_updates",
+    "private_map",
+]
