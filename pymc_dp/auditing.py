@@ -876,6 +876,34 @@ def _audit_exact(pmod, space: _DataSpace, pairs) -> dict:
 
 
 # =========================================================================== numerical audit
+class _TemperedView:
+    """A :class:`~pymc_dp.PrivateMAP` as the posterior-sampling audit sees it.
+
+    The mechanism's output density is ``xi_L(theta) p_theta(x)^beta``: the core's truncated
+    posterior with the private factors' log-likelihood scaled by ``beta``. The exact audit reads
+    the tempered conjugate plan, the numerical audit scales the private rows by
+    :attr:`likelihood_power`, the MCMC runs are the mechanism's own releases, and the claim is
+    the mechanism's certificate (``epsilon_per_draw`` per output).
+    """
+
+    def __init__(self, mech):
+        core = mech.private_model
+        self.mechanism = mech
+        self.certificate = mech.certificate
+        self.conjugate_plan = mech.conjugate_plan
+        self.exact_unavailable = core.exact_unavailable
+        self.unit, self.domains, self.factors = core.unit, core.domains, core.factors
+        self.model = core.model
+        self._user_model = core._user_model
+        self._constraints = core._constraints
+        #: the power of the private likelihood in the audited density
+        self.likelihood_power = float(mech.beta)
+        self.draws = mech.draws
+
+    def with_data(self, data):
+        return self.mechanism.with_data(data)  # records nothing in any ledger
+
+
 class _GridModel:
     """The truncated posterior of a model with at most two free scalar parameters, on grids.
 
@@ -927,7 +955,9 @@ class _GridModel:
         for rv, lp in zip(priv_obs, plain.logp(vars=priv_obs, jacobian=False, sum=False)):
             if lp.ndim == 0:
                 raise AuditError(f"factor {rv.name!r} has a scalar observed value: no rows")
-            rows.append(lp.sum(axis=tuple(range(1, lp.ndim))) if lp.ndim > 1 else lp)
+            row = lp.sum(axis=tuple(range(1, lp.ndim))) if lp.ndim > 1 else lp
+            # a private MAP's output density raises the private likelihood to the power beta
+            rows.append(getattr(pmod, "likelihood_power", 1.0) * row)
         data_vars = [v for v in plain.data_vars if v.name in space.names]
         self.data_names = [v.name for v in data_vars]
         # public containers aligned with the rows are inputs too, so that a few rows can be
@@ -1632,7 +1662,12 @@ def audit(
     if not 0.0 < confidence < 1.0:
         raise AuditError(f"confidence={confidence!r} must be in (0, 1)")
     from pymc_dp.mechanisms.base import Mechanism
+    from pymc_dp.mechanisms.map import PrivateMAP
 
+    if isinstance(private_model, PrivateMAP):
+        # the exponential mechanism is a tempered truncated posterior: every posterior-sampling
+        # audit applies, with the private log-likelihood scaled by beta
+        private_model = _TemperedView(private_model)
     if isinstance(private_model, Mechanism):
         return _audit_mechanism(
             private_model, method=method, pairs=pairs, include_data=include_data, confidence=confidence,

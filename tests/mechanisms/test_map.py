@@ -427,3 +427,37 @@ def test_refuses_unsupported_models():
         pymc_dp.private_map(model, epsilon=1.0, data=COIN_DOMAIN, ledger=None)
     with pytest.raises(TypeError):
         pymc_dp.private_map("not a model", epsilon=1.0, data=COIN_DOMAIN, ledger=None)
+
+
+# --------------------------------------------------------------------------- pymc_dp.audit
+@pytest.mark.parametrize("sensitivity", [None, 2.0, 0.3])
+def test_exact_audit_of_the_tempered_posterior(coin_mechs, sensitivity):
+    """pymc_dp.audit searches neighbours in the domain and bounds the tempered density's loss."""
+    mech = coin_mechs[sensitivity]
+    res = pymc_dp.audit(mech, max_bases=40)
+    assert res.method == "exact" and res.verdict == "pass", str(res)
+    assert res.claimed == pytest.approx(mech.epsilon_per_draw)
+    assert 0.8 * res.claimed <= res.measured <= res.claimed * (1 + 1e-6)
+
+
+def test_audit_catches_a_wrong_beta(coin_mechs, monkeypatch):
+    """A mechanism that tempered with twice its beta would be caught (a wrong sensitivity)."""
+    mech = coin_mechs[2.0]
+    wrong = mech.conjugate_plan.tempered(2.0)  # powers multiply: the likelihood to 2 beta
+    monkeypatch.setattr(mech, "conjugate_plan", wrong)
+    res = pymc_dp.audit(mech, max_bases=40)
+    assert res.verdict == "fail" and res.measured > 1.2 * res.claimed, str(res)
+
+
+def test_numerical_audit_of_a_non_conjugate_mechanism(laplace_mech):
+    res = pymc_dp.audit(laplace_mech, max_bases=30)
+    assert res.method == "numerical" and res.verdict == "pass", str(res)
+    assert 0.85 * res.claimed <= res.measured <= res.claimed
+
+
+def test_statistical_audit_of_private_map(coin_mechs):
+    """The acceptance check of issue 6: the statistical audit passes on the released mechanism."""
+    mech = coin_mechs[2.0]
+    res = pymc_dp.audit(mech, method="statistical", runs=100_000, max_bases=30, random_seed=3)
+    assert res.sampler == "exact" and res.verdict == "pass", str(res)
+    assert res.measured <= res.claimed < res.power
