@@ -26,9 +26,15 @@ from pymc_dp.privacy_report import PrivacyReport, report
 from pymc_dp.query import Answer, Decision, answer
 from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is imported when a plot is drawn)
 from pymc_dp.units import Users
+from pymc_dp.mechanisms import FourierUpdates, LaplaceUpdates, Mechanism, fourier_updates, laplace_updates
 
 __all__ = [
     "private",
+    "laplace_updates",
+    "fourier_updates",
+    "LaplaceUpdates",
+    "FourierUpdates",
+    "Mechanism",
     "report",
     "PrivacyReport",
     "answer",

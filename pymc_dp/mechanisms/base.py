@@ -1,0 +1,76 @@
+"""The protocol every mechanism of :mod:`pymc_dp.mechanisms` implements.
+
+A mechanism is built from a model, a budget and the private data's domains (as
+:func:`pymc_dp.make_private`), charges the budget ledger in :meth:`Mechanism.sample` *before*
+it reads the private data, and releases an ``az.InferenceData`` whose ``attrs["pymc_dp"]`` JSON
+holds public facts only (:func:`pymc_dp.report` renders it).
+
+For :func:`pymc_dp.audit` (statistical method) a mechanism also exposes, **for audits only**
+(nothing is charged, and the outputs are not a release):
+
+* :meth:`Mechanism.audit_runs` -- ``runs`` independent outputs of the mechanism on a dataset;
+* :meth:`Mechanism.audit_log_ratio` -- the exact log-ratio ``ln p_x(o) - ln p_y(o)`` of the two
+  output densities (the Neyman-Pearson statistic), or ``None`` when it is not known;
+* :meth:`Mechanism.audit_score` -- how far apart the outputs on ``x`` and ``y`` are (used to
+  choose the audited pair among neighbours; larger is more distinguishable), or ``None``.
+
+The audit compares the measured lower bound on epsilon with :attr:`Mechanism.epsilon`.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+__all__ = ["Mechanism"]
+
+
+class Mechanism(abc.ABC):
+    """Base class of the mechanisms (Laplace on posterior updates, Fourier, private MAP, ...).
+
+    Attributes
+    ----------
+    name : str
+        The mechanism's name, as in the release's ``attrs["pymc_dp"]["mechanism"]``.
+    epsilon, delta : float
+        The guarantee of one :meth:`sample` release (what is charged to the ledger).
+    unit : str or Users
+        The privacy unit.
+    domains : dict of str to Domain
+        The private containers' domains.
+    model : pm.Model
+        The user's model (never mutated).
+    reads : tuple of str
+        The private containers the release depends on (the audit changes only these).
+    """
+
+    name: str
+    epsilon: float
+    delta: float
+    unit: Any
+    domains: Mapping[str, Any]
+    model: Any
+    reads: tuple[str, ...]
+
+    @abc.abstractmethod
+    def sample(self, random_seed: Any = None):
+        """Charge the ledger, then release an ``az.InferenceData``."""
+
+    # ------------------------------------------------------------------ audit protocol
+    @abc.abstractmethod
+    def audit_runs(self, data: Mapping[str, np.ndarray], runs: int, rng: np.random.Generator) -> np.ndarray:
+        """``runs`` independent outputs of the mechanism on ``data`` (container -> array), as an
+        array of shape ``(runs, k)``. No ledger, no release: for audits only. ``rng`` seeds what
+        the mechanism can seed (OpenDP noise cannot be seeded)."""
+
+    def audit_log_ratio(
+        self, x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]
+    ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """A function of outputs ``(runs, k)`` giving ``ln p_x(o) - ln p_y(o)``, or ``None``."""
+        return None
+
+    def audit_score(self, x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]) -> float | None:
+        """How distinguishable the outputs on ``x`` and ``y`` are (larger: more), or ``None``."""
+        return None
