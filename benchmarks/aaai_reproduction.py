@@ -25,10 +25,18 @@ Section 5.1 / Figure 1 -- naive Bayes, accuracy vs epsilon
       epsilon=eps, data=..., draws=K, unit="record", ledger=None)``; ``.sample()`` returns K
       draws of the released (noisy) Beta posteriors, which are post-processing of one
       ``eps``-DP release; the predictive uses the K draws.
+      The sensitivity is the paper's ``2 |I| = 34`` (discrete Laplace on the integer counts).
     * ``Fourier updates`` (the paper's Algorithm 2): ``pymc_dp.fourier_updates(model,
-      epsilon=eps, data=..., draws=K, t=..., ledger=None)``, used the same way.
+      epsilon=eps, data=..., draws=K, unit="record", t=t, ledger=None)``, used the same way,
+      with pymc_dp's exact (tight) sensitivity, and ``t`` chosen so that pymc_dp's released
+      guarantee of a non-negative ("stealthy") release is 90% (the paper tuned ``t`` so that
+      stealth held 90% of the time). All releases are scored, stealthy or not (the paper
+      plotted the stealthy ones only); the measured stealth rate is reported.
 
-    The two Laplace mechanisms are run only when the installed pymc_dp has them.
+    The two Laplace mechanisms are run only when the installed pymc_dp has them. Their noise
+    comes from OpenDP's samplers and cannot be seeded (``random_seed`` seeds only the draws from
+    the released parameters), so their curves vary slightly from run to run; everything else
+    is reproducible from ``--seed``.
 
 Section 5.2 / Figure 2 -- linear regression, MSE vs prior precision b
     The paper used 370k US census records (IPUMS, 14 features, annual income; 10% training).
@@ -80,6 +88,8 @@ NB_THETA_RANGE = (0.2, 0.8)
 REGRESSION_FEATURES = 14
 TRAIN_FRACTION = 0.1
 BALL_NUMERATOR = 10.0
+#: probability of a stealthy (non-negative) Fourier release that sets ``t`` (the paper: 90%)
+FOURIER_STEALTH = 0.9
 
 NB_DOMAINS = {"X": pymc_dp.Binary(), "y": pymc_dp.Binary()}
 LR_DOMAINS = {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Interval(-1, 1)}
@@ -108,7 +118,9 @@ class Config:
     mechanism_draws : int
         Draws taken from the released noisy posterior of each Laplace mechanism (free post-processing).
     fourier_t : float or None
-        The Fourier mechanism's ``t`` (None: the mechanism's default).
+        The Fourier mechanism's non-negativity margin ``t``. None: the smallest ``t`` whose
+        released guarantee ``P(no negative cell) >= 1 - Q(|N_I|, 2 t |N_I|)`` is
+        :data:`FOURIER_STEALTH` (the paper set ``t`` so that stealth held 90% of the time).
     lr_records : int
         Records generated for linear regression; 10% train.
     lr_precisions : tuple of float
@@ -310,6 +322,11 @@ def run_naive_bayes(config: Config, seed: int = 0, progress: bool = False) -> di
     certificates: dict[str, list[dict]] = {name: [] for name in ps_names}
     notes: list[str] = []
     models = [naive_bayes_model(Xtr, ytr) for Xtr, ytr, _, _ in splits]
+    stealthy = np.full((len(config.nb_epsilons), config.nb_repeats), np.nan)
+    t_fourier = config.fourier_t
+    if available["fourier"] and t_fourier is None:
+        probe = pymc_dp.fourier_updates(models[0], epsilon=1.0, data=NB_DOMAINS, draws=1, ledger=None)
+        t_fourier = fourier_t(len(probe.closure))
 
     for e, eps in enumerate(config.nb_epsilons):
         for k, (n_draws, name) in enumerate(zip(config.ps_draws, ps_names)):
@@ -333,9 +350,11 @@ def run_naive_bayes(config: Config, seed: int = 0, progress: bool = False) -> di
             if not available[method]:
                 continue
             for r, (Xtr, ytr, Xte, yte) in enumerate(splits):
-                mech = _laplace_mechanism(method, models[r], eps, config)
+                mech = _laplace_mechanism(method, models[r], eps, config, t_fourier)
                 idata = mech.sample(random_seed=_seed(seed, 3 if method == "laplace" else 4, e, r))
                 acc[method][e, r] = accuracy(predictive_proba(*_draws(idata, FEATURES), Xte), yte)
+                if method == "fourier":
+                    stealthy[e, r] = bool(json.loads(idata.attrs["pymc_dp"])["released"]["non_negative"])
         if progress:
             means = ", ".join(f"{m} {np.nanmean(acc[m][e]):.3f}" for m in methods)
             print(f"  naive Bayes eps={eps:g}: {means}", flush=True)
@@ -352,21 +371,33 @@ def run_naive_bayes(config: Config, seed: int = 0, progress: bool = False) -> di
         "accuracy": {m: v.tolist() for m, v in acc.items()},
         "available": available,
         "certificates": certificates,
+        "fourier_t": t_fourier if available["fourier"] else None,
+        "fourier_stealthy": stealthy.tolist() if available["fourier"] else None,
         "chance": float(max(np.mean([s[3].mean() for s in splits]), 1 - np.mean([s[3].mean() for s in splits]))),
         "notes": notes,
         "seconds": time.perf_counter() - t_start,
     }
 
 
-def _laplace_mechanism(method: str, model: pm.Model, eps: float, config: Config):
-    """The paper's Algorithm 1 (``laplace``) or 2 (``fourier``) on one training set, no ledger."""
+def fourier_t(closure_size: int, stealth: float = FOURIER_STEALTH) -> float:
+    """Smallest ``t`` with ``1 - Q(|N_I|, 2 t |N_I|) >= stealth`` (pymc_dp's non-negativity guarantee).
+
+    The shift ``c = 2 t |N_I| b`` exceeds the sum of the ``|N_I|`` Laplace magnitudes (a
+    Gamma(``|N_I|``, b) variable) with that probability; ``t`` does not depend on epsilon.
+    """
+    from scipy.special import gammainccinv
+
+    return float(gammainccinv(closure_size, 1.0 - stealth) / (2.0 * closure_size))
+
+
+def _laplace_mechanism(method: str, model: pm.Model, eps: float, config: Config, t: float | None = None):
+    """The paper's Algorithm 1 (``laplace``) or 2 (``fourier``, margin ``t``) on one training set, no ledger."""
     if method == "laplace":
         return pymc_dp.laplace_updates(
             model, epsilon=eps, data=NB_DOMAINS, draws=config.mechanism_draws, unit="record", ledger=None
         )
-    kwargs = {} if config.fourier_t is None else {"t": config.fourier_t}
     return pymc_dp.fourier_updates(
-        model, epsilon=eps, data=NB_DOMAINS, draws=config.mechanism_draws, ledger=None, **kwargs
+        model, epsilon=eps, data=NB_DOMAINS, draws=config.mechanism_draws, unit="record", t=t, ledger=None
     )
 
 
@@ -521,7 +552,8 @@ def summarise(nb: dict[str, Any] | None, lr: dict[str, Any] | None) -> dict[str,
             mean, se = _mean_se(np.asarray(v))
             table[m] = {"mean": mean.tolist(), "se": se.tolist()}
         out["naive_bayes"] = {"epsilons": eps, "accuracy": table, "chance": nb["chance"], "notes": nb["notes"],
-                                "certificates": nb["certificates"]}
+                                "certificates": nb["certificates"],
+                                "fourier_t": nb.get("fourier_t"), "fourier_stealthy": nb.get("fourier_stealthy")}
         mechs = [m for m in ("laplace", "fourier") if m in nb["accuracy"]]
         ps_names = [m for m in nb["accuracy"] if m.startswith("posterior_sampling")]
 
@@ -566,11 +598,13 @@ def summarise(nb: dict[str, Any] | None, lr: dict[str, Any] | None) -> dict[str,
             n_below = int((dm < 0).sum())
             out["claims"]["figure1_fourier"] = {
                 "paper": PAPER_CLAIMS["figure1_fourier"],
-                "holds": bool(avg < 0),
+                "holds": bool(avg < 0 and 2 * n_below > len(eps)),
                 "mean_difference": avg,
                 "difference": {"mean": dm.tolist(), "se": ds.tolist()},
                 "measured": f"Fourier - Laplace mean accuracy averaged over the grid: {avg:+.4f}; Fourier below "
-                f"Laplace at {n_below} of {len(eps)} epsilons; largest gap {float(np.abs(dm).max()):.4f}",
+                f"Laplace at {n_below} of {len(eps)} epsilons; largest gap {float(np.abs(dm).max()):.4f} (holds = below on "
+                "average and at a majority of epsilons; paired differences ± SE: "
+                + ", ".join(f"eps={e:g}: {m:+.3f}±{v:.3f}" for e, m, v in zip(eps, dm, ds)) + ")",
             }
         else:
             out["claims"]["figure1_fourier"] = {"paper": PAPER_CLAIMS["figure1_fourier"], "holds": None,
@@ -740,6 +774,13 @@ def markdown_report(summary: dict[str, Any], meta: dict[str, Any]) -> str:
                 else:
                     lines.append(f"| {e:g} | {trunc} | [{omega:.3g}, {1 - omega:.3g}] | {paper_trim_epsilon(e):.3g} |")
             lines.append("")
+        if nb.get("fourier_t") is not None:
+            rate = np.asarray(nb["fourier_stealthy"], float)
+            lines += [f"Fourier mechanism: t = {nb['fourier_t']:.4f} (pymc_dp's guarantee of a non-negative release "
+                      f"{FOURIER_STEALTH:.0%}); measured stealth rate over all its releases {np.nanmean(rate):.1%} "
+                      f"(per epsilon: {', '.join(f'{e:g}: {v:.0%}' for e, v in zip(nb['epsilons'], np.nanmean(rate, axis=1)))}). "
+                      "All releases are scored. The Laplace mechanisms' noise is OpenDP's and cannot be seeded: "
+                      "their curves vary slightly between runs.", ""]
         for note in nb["notes"]:
             lines.append(f"*Note:* {note}")
         lines.append("")
