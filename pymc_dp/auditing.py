@@ -1764,13 +1764,7 @@ def audit(
     error = float(res.get("error", 0.0))
     slack = tolerance * claimed + 1e-12
     if method == "statistical":
-        if measured > claimed:
-            verdict = "fail"
-        elif res["power"] <= claimed:
-            verdict = "inconclusive"
-            notes.append(f"{runs} runs can certify at most epsilon {res['power']:.3g} <= the claim: more runs are needed")
-        else:
-            verdict = "pass"
+        verdict = _statistical_verdict(measured, res["power"], claimed, runs, notes)
     else:
         if measured - error > claimed + slack:
             verdict = "fail"
@@ -1808,6 +1802,17 @@ def audit(
 
 
 # =========================================================================== mechanisms
+def _statistical_verdict(measured: float, power: float, claimed: float, runs: int, notes: list) -> str:
+    """"fail" when the lower bound exceeds the claim; "inconclusive" when no outcome of these runs
+    could have exceeded it (a pass would say nothing); else "pass"."""
+    if measured > claimed:
+        return "fail"
+    if power <= claimed:
+        notes.append(f"{runs} runs can certify at most epsilon {power:.3g} <= the claim: more runs are needed")
+        return "inconclusive"
+    return "pass"
+
+
 def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, release, random_seed, max_bases,
                      max_pairs, groups, levels, random_bases, t0) -> AuditResult:
     """Statistical audit of a :class:`~pymc_dp.mechanisms.base.Mechanism` (one release)."""
@@ -1857,13 +1862,7 @@ def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, rel
             st_x[f"output[{j}]"], st_y[f"output[{j}]"] = ox[:, j], oy[:, j]
     res = _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=0.0)
     claimed = float(mech.epsilon)
-    if res["measured"] > claimed:
-        verdict = "fail"
-    elif res["power"] <= claimed:
-        verdict = "inconclusive"
-        notes.append(f"{runs} runs can certify at most epsilon {res['power']:.3g} <= the claim: more runs are needed")
-    else:
-        verdict = "pass"
+    verdict = _statistical_verdict(res["measured"], res["power"], claimed, runs, notes)
     notes.append(f"mechanism {mech.name}: one release's noisy output (before post-processing) is audited")
     return AuditResult(
         method="statistical", verdict=verdict, claimed=claimed, epsilon_per_draw=claimed, epsilon_total=claimed,

@@ -1322,17 +1322,24 @@ class _Planner:
             self._refresh_fns = {**getattr(self, "_refresh_fns", {}), key: cached}
         fn = cached
         data = [values[d.name] if d.name in values else np.asarray(d.get_value()) for d in private]
+        self._probe(self.free, variables, factors, fn, data)
+
+    def _probe(self, free, variables, factors, fn, data):
+        """Evaluate the factors' parameters with every free RV set to three public probes (its
+        element indices, their reciprocals ``1 / (tag + 1)`` for reciprocal links, and uniform
+        values from a public seed), and record per factor which element of its conjugate RV each
+        observation reads (:meth:`_gather`), its observed values and its other parameters."""
         rng = np.random.default_rng(_PUBLIC_SEED)
         tags, recips, rand = [], [], []
-        for rv in self.free:
+        for rv in free:
             shape = variables[rv.name].shape
             t = np.arange(int(np.prod(shape, dtype=int)), dtype=rv.dtype).reshape(shape)
             tags.append(t)
-            recips.append((t + 1.0).astype(rv.dtype))
+            recips.append((t + 1.0).astype(rv.dtype))  # a reciprocal link maps it to 1 / (tag + 1)
             rand.append(rng.uniform(0.25, 0.75, shape).astype(rv.dtype))
         by_tag, by_recip, by_rand = fn(*tags, *data), fn(*recips, *data), fn(*rand, *data)
         pos = 0
-        rand_of = {rv.name: r for rv, r in zip(self.free, rand)}
+        rand_of = {rv.name: r for rv, r in zip(free, rand)}
         for f in factors:
             n_out = len(f.params) + 1
             t_out, r_out, v_out = (x[pos : pos + n_out] for x in (by_tag, by_recip, by_rand))
@@ -1341,6 +1348,7 @@ class _Planner:
             self._gather(f, var, np.asarray(t_out[f.conj_index]), np.asarray(r_out[f.conj_index]),
                          np.asarray(v_out[f.conj_index]), rand_of[f.rv_name])
             f.observed = np.asarray(v_out[-1])
+            # parameters other than the conjugate one read no free RV: any evaluation is theirs
             f.others = {f.param_names[j]: np.asarray(v_out[j]) for j in range(len(f.params)) if j != f.conj_index}
 
     def _constraints(self):
@@ -1480,27 +1488,7 @@ class _Planner:
             outs += list(f.params) + [f.value]
         replaced = clone_replace(outs, replace=holders)
         fn = _py_function([holders[rv] for rv in free], replaced)
-        rng = np.random.default_rng(_PUBLIC_SEED)
-        tags, recips, rand = [], [], []
-        for rv in free:
-            shape = variables[rv.name].shape
-            t = np.arange(int(np.prod(shape, dtype=int)), dtype=rv.dtype).reshape(shape)
-            tags.append(t)
-            recips.append((t + 1.0).astype(rv.dtype))  # a reciprocal link maps it to 1 / (tag + 1)
-            rand.append(rng.uniform(0.25, 0.75, shape).astype(rv.dtype))
-        by_tag, by_recip, by_rand = fn(*tags), fn(*recips), fn(*rand)
-        pos = 0
-        rand_of = {rv.name: r for rv, r in zip(free, rand)}
-        for f in factors:
-            n_out = len(f.params) + 1
-            t_out, r_out, v_out = (x[pos : pos + n_out] for x in (by_tag, by_recip, by_rand))
-            pos += n_out
-            var = variables[f.rv_name]
-            self._gather(f, var, np.asarray(t_out[f.conj_index]), np.asarray(r_out[f.conj_index]),
-                         np.asarray(v_out[f.conj_index]), rand_of[f.rv_name])
-            f.observed = np.asarray(v_out[-1])
-            # parameters other than the conjugate one read no free RV: any evaluation is theirs
-            f.others = {f.param_names[j]: np.asarray(v_out[j]) for j in range(len(f.params)) if j != f.conj_index}
+        self._probe(free, variables, factors, fn, [])
 
     @staticmethod
     def _prior_params(rv, var, raw):
