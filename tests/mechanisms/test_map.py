@@ -461,3 +461,24 @@ def test_statistical_audit_of_private_map(coin_mechs):
     res = pymc_dp.audit(mech, method="statistical", runs=100_000, max_bases=30, random_seed=3)
     assert res.sampler == "exact" and res.verdict == "pass", str(res)
     assert res.measured <= res.claimed < res.power
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend, needs", [("numpyro", "numpyro"), ("blackjax", "blackjax"), ("nutpie", "nutpie")])
+def test_other_nuts_backends_sample_the_tempered_density(backend, needs):
+    """The tempering Potential reaches every backend: 400 released draws against the quadrature CDF."""
+    pytest.importorskip(needs)
+    mech = pymc_dp.private_map(laplace_location(), epsilon=40.0, data=LAPLACE_DOMAIN, sensitivity=2.0,
+                               draws=400, ledger=None)
+    assert mech.beta == pytest.approx(mech.epsilon_per_draw / 4.0)
+    idata = mech.sample(method="mcmc", nuts_sampler=backend, chains=2, tune=300, random_seed=11, progressbar=False)
+    assert json.loads(idata.attrs["pymc_dp"])["release"]["sampler"] == backend
+    draws = idata.posterior["mu"].values.ravel()
+    lo, hi = interval(mech, "mu")
+    assert np.all((draws >= lo) & (draws <= hi))
+    x = np.asarray(mech.private_model.model["x"].get_value())
+    grid = np.linspace(lo, hi, 8001)
+    dens = np.exp(normalised(laplace_log_kernel(x, mech.beta, grid), grid))
+    cdf = integrate.cumulative_trapezoid(dens, grid, initial=0.0)
+    cdf /= cdf[-1]
+    assert stats.kstest(draws, lambda s: np.interp(s, grid, cdf)).pvalue > ALPHA
