@@ -607,17 +607,7 @@ class PrivateModel:
                     **kwargs,
                 )
                 posterior = posterior.isel(draw=slice(int(thin) - 1, None, int(thin)))
-            if ledger is not None:
-                spend = ledger.spent(self.dataset_id)  # this release included (pending counts)
-                release["ledger"] = {
-                    "spent_epsilon": spend.epsilon,
-                    "spent_delta": spend.delta,
-                    "releases": spend.releases + spend.pending + spend.failed,
-                    "total_epsilon": ledger.epsilon,
-                    "total_delta": ledger.delta,
-                }
-            else:
-                release["ledger"] = None
+            release["ledger"] = ledger_state(ledger, self.dataset_id)
             return self._release(posterior, release)
 
     def _spend_note(self, release: dict) -> dict:
@@ -638,18 +628,7 @@ class PrivateModel:
         dets = [d for d in self._released_names if d not in values]
         if dets:
             values.update(self._deterministics(dets, values))
-        per_chain = self.draws // chains
-        data_vars, coords = {}, {"chain": np.arange(chains), "draw": np.arange(per_chain)}
-        for name, v in values.items():
-            # the dims PyMC gives the same variable: the model's, else "<name>_dim_<i>"
-            dims = tuple(self.model.named_vars_to_dims.get(name, ())) or tuple(
-                f"{name}_dim_{i}" for i in range(v.ndim - 1)
-            )
-            data_vars[name] = (("chain", "draw", *dims), v.reshape((chains, per_chain) + v.shape[1:]))
-            for i, dim in enumerate(dims):
-                labels = self.model.coords.get(dim)
-                coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
-        return xr.Dataset(data_vars, coords=coords)
+        return draws_dataset(self.model, values, chains)
 
     def _deterministics(self, names: list[str], values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Released Deterministics (functions of free RVs only), evaluated draw by draw."""
@@ -684,6 +663,35 @@ class PrivateModel:
     def __repr__(self):
         c = self.certificate
         return f"<PrivateModel ({c.epsilon:.4g}, {c.delta:.3g})-DP, {self.draws} draws>\n{c}"
+
+
+def draws_dataset(model: pm.Model, values: Mapping[str, np.ndarray], chains: int) -> xr.Dataset:
+    """Draws (name -> array with the draws on the first axis) laid out as ``(chain, draw, ...)``
+    with the dims and coords PyMC gives the same variables: the model's, else ``<name>_dim_<i>``."""
+    draws = len(next(iter(values.values())))
+    per_chain = draws // chains
+    data_vars, coords = {}, {"chain": np.arange(chains), "draw": np.arange(per_chain)}
+    for name, v in values.items():
+        dims = tuple(model.named_vars_to_dims.get(name, ())) or tuple(f"{name}_dim_{i}" for i in range(v.ndim - 1))
+        data_vars[name] = (("chain", "draw", *dims), v.reshape((chains, per_chain) + v.shape[1:]))
+        for i, dim in enumerate(dims):
+            labels = model.coords.get(dim)
+            coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
+    return xr.Dataset(data_vars, coords=coords)
+
+
+def ledger_state(ledger: Ledger | None, dataset_id: str) -> dict | None:
+    """What a release says of the ledger after it was charged (pending counts), or None."""
+    if ledger is None:
+        return None
+    spend = ledger.spent(dataset_id)
+    return {
+        "spent_epsilon": spend.epsilon,
+        "spent_delta": spend.delta,
+        "releases": spend.releases + spend.pending + spend.failed,
+        "total_epsilon": ledger.epsilon,
+        "total_delta": ledger.delta,
+    }
 
 
 def _same_order(model: pm.Model, like: pm.Model) -> None:

@@ -36,6 +36,8 @@ from pymc_dp.core import (
     _check_ledger,
     _exact_rng,
     _versions,
+    draws_dataset,
+    ledger_state,
 )
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
@@ -169,13 +171,7 @@ class _Updates(Mechanism):
             params, released = self._noisy_parameters(self._data())
             posterior = self._posterior(params, chains, rng)
             release = {"chains": chains, "draws_per_chain": self.draws // chains}
-            if ledger is not None:
-                spend = ledger.spent(self.dataset_id)
-                release["ledger"] = {"spent_epsilon": spend.epsilon, "spent_delta": spend.delta,
-                                     "releases": spend.releases + spend.pending + spend.failed,
-                                     "total_epsilon": ledger.epsilon, "total_delta": ledger.delta}
-            else:
-                release["ledger"] = None
+            release["ledger"] = ledger_state(ledger, self.dataset_id)
             payload = {**self._public(), "released": released, "release": release}
             text = json.dumps(payload, sort_keys=True, allow_nan=False)
             posterior.attrs = {"pymc_dp": text}
@@ -186,16 +182,7 @@ class _Updates(Mechanism):
 
     def _posterior(self, params: dict[str, np.ndarray], chains: int, rng: np.random.Generator) -> xr.Dataset:
         """Posterior draws given released parameters (post-processing, seed-deterministic)."""
-        values = draw_posterior(self.net, params, self.draws, rng)
-        per = self.draws // chains
-        data_vars, coords = {}, {"chain": np.arange(chains), "draw": np.arange(per)}
-        for name, v in values.items():
-            dims = tuple(self.model.named_vars_to_dims.get(name, ())) or tuple(f"{name}_dim_{i}" for i in range(v.ndim - 1))
-            data_vars[name] = (("chain", "draw", *dims), v.reshape((chains, per) + v.shape[1:]))
-            for i, dim in enumerate(dims):
-                labels = self.model.coords.get(dim)
-                coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
-        return xr.Dataset(data_vars, coords=coords)
+        return draws_dataset(self.model, draw_posterior(self.net, params, self.draws, rng), chains)
 
     def report(self, **kwargs: Any):
         """The :class:`~pymc_dp.PrivacyReport` of the last release."""
