@@ -24,7 +24,22 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["Mechanism"]
+__all__ = ["Mechanism", "build_model"]
+
+
+def build_model(model: Any):
+    """The ``pm.Model`` a mechanism was given: the model itself, or what a zero-argument builder
+    returns (a TypeError otherwise)."""
+    import pymc as pm
+
+    if isinstance(model, pm.Model):
+        return model
+    if callable(model):
+        built = model()
+        if not isinstance(built, pm.Model):
+            raise TypeError(f"the model builder returned {type(built).__name__}, not a pm.Model")
+        return built
+    raise TypeError(f"expected a pm.Model or a zero-argument function returning one, got {type(model).__name__}")
 
 
 class Mechanism(abc.ABC):

@@ -36,6 +36,7 @@ from pymc_dp.core import SPLITS, PrivateModel, _check_budget, _check_ledger, _ex
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import BudgetExceededError, NotConjugateError, PrivacyError
 from pymc_dp.ledger import Ledger
+from pymc_dp.mechanisms.base import build_model
 from pymc_dp.sampling import run_mcmc
 from pymc_dp.units import Users
 
@@ -149,7 +150,7 @@ class PrivateMAP:
 
     def __init__(
         self,
-        model: pm.Model,
+        model: pm.Model | Callable[[], pm.Model],
         *,
         epsilon: float,
         data: Mapping[str, Domain],
@@ -161,8 +162,7 @@ class PrivateMAP:
         split: str = "optimised",
         ledger: Ledger | None | str = "default",
     ):
-        if not isinstance(model, pm.Model):
-            raise TypeError(f"expected a pm.Model, got {type(model).__name__}")
+        model = build_model(model)
         _check_budget(epsilon, delta, draws, unit, None)
         delta_u = _check_sensitivity(sensitivity)
         if split not in SPLITS:
@@ -438,7 +438,7 @@ def _tempered_model(core: PrivateModel, beta: float) -> pm.Model:
 
 
 def private_map(
-    model: pm.Model,
+    model: pm.Model | Callable[[], pm.Model],
     *,
     epsilon: float,
     data: Mapping[str, Domain],
@@ -458,8 +458,9 @@ def private_map(
 
     Parameters
     ----------
-    model : pm.Model
-        The model; its private data in ``pm.Data`` containers, as for :func:`pymc_dp.make_private`.
+    model : pm.Model or callable
+        The model (or a zero-argument function building it); its private data in ``pm.Data``
+        containers, as for :func:`pymc_dp.make_private`.
     epsilon : float
         Total budget of the release of ``draws`` draws.
     data : dict of str to Domain

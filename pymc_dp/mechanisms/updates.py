@@ -42,7 +42,7 @@ from pymc_dp.core import (
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend, fingerprint
-from pymc_dp.mechanisms.base import Mechanism
+from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.bayesnet import BayesNet, read_bayesnet
 from pymc_dp.mechanisms.noise import (
     continuous_laplace,
@@ -60,17 +60,6 @@ SEED_NOTE = (
 
 #: |I| up to which the Fourier sensitivity is maximised exactly over all record changes
 EXACT_FOURIER_VARIABLES = 22
-
-
-def _build(model) -> pm.Model:
-    if isinstance(model, pm.Model):
-        return model
-    if callable(model):
-        built = model()
-        if not isinstance(built, pm.Model):
-            raise TypeError(f"the model builder returned {type(built).__name__}, not a pm.Model")
-        return built
-    raise TypeError(f"expected a pm.Model or a zero-argument function returning one, got {type(model).__name__}")
 
 
 def _chains(draws: int, chains: int | None) -> int:
@@ -98,7 +87,7 @@ class _Updates(Mechanism):
         public: Sequence[str] = (),
         ledger: Ledger | None | str = "default",
     ):
-        model = _build(model)
+        model = build_model(model)
         _check_budget(epsilon, 0.0, draws, unit, None)
         self._ledger_arg = _check_ledger(ledger)
         self.model = model

@@ -482,3 +482,12 @@ def test_other_nuts_backends_sample_the_tempered_density(backend, needs):
     cdf = integrate.cumulative_trapezoid(dens, grid, initial=0.0)
     cdf /= cdf[-1]
     assert stats.kstest(draws, lambda s: np.interp(s, grid, cdf)).pvalue > ALPHA
+
+
+def test_accepts_a_model_builder():
+    """As the other mechanisms: a zero-argument function returning the model."""
+    mech = pymc_dp.private_map(coin, epsilon=1.0, data=COIN_DOMAIN, ledger=None)
+    ref = pymc_dp.private_map(coin(), epsilon=1.0, data=COIN_DOMAIN, ledger=None)
+    assert mech.certificate == ref.certificate
+    with pytest.raises(TypeError, match="not a pm.Model"):
+        pymc_dp.private_map(lambda: None, epsilon=1.0, data=COIN_DOMAIN, ledger=None)
