@@ -26,10 +26,35 @@ class _NumpyNamespace:
     gammaln = staticmethod(sp.gammaln)
     asinh = staticmethod(np.arcsinh)
     square = staticmethod(np.square)
+    digamma = staticmethod(sp.digamma)
+    logaddexp = staticmethod(np.logaddexp)
+    sinh = staticmethod(np.sinh)
+    expm1 = staticmethod(np.expm1)
 
     @staticmethod
     def asarray(x):
         return np.asarray(x, dtype=float)
+
+    @staticmethod
+    def log_ndtr(x):
+        """``ln Phi(x)``, accurate in the far left tail."""
+        return sp.log_ndtr(np.asarray(x, dtype=float))
+
+    @staticmethod
+    def sigmoid(x):
+        return sp.expit(np.asarray(x, dtype=float))
+
+    @staticmethod
+    def softplus(x):
+        return np.logaddexp(0.0, np.asarray(x, dtype=float))
+
+    @staticmethod
+    def logsumexp(x, axis):
+        return sp.logsumexp(x, axis=axis)
+
+    @staticmethod
+    def asum(x, axis):
+        return np.sum(x, axis=axis)
 
     @staticmethod
     def log_sigmoid(x):
@@ -63,6 +88,27 @@ class _PytensorNamespace:
     gammaln = staticmethod(pt.gammaln)
     asinh = staticmethod(pt.arcsinh)
     square = staticmethod(pt.square)
+    digamma = staticmethod(pt.digamma)
+    logaddexp = staticmethod(pt.logaddexp)
+    sinh = staticmethod(pt.sinh)
+    expm1 = staticmethod(pt.expm1)
+    sigmoid = staticmethod(pt.sigmoid)
+    softplus = staticmethod(pt.softplus)
+
+    @staticmethod
+    def log_ndtr(x):
+        """``ln Phi(x)``, accurate in the far left tail (PyMC's own ``normal_lcdf``)."""
+        from pymc.distributions.dist_math import normal_lcdf
+
+        return normal_lcdf(0.0, 1.0, x)
+
+    @staticmethod
+    def logsumexp(x, axis):
+        return pt.logsumexp(x, axis=axis)
+
+    @staticmethod
+    def asum(x, axis):
+        return pt.sum(x, axis=axis)
 
     @staticmethod
     def asarray(x):

@@ -34,10 +34,13 @@ from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 
 __all__ = [
     "Bounds",
+    "Nested",
     "RuleInfo",
     "log_density_range",
+    "element_lipschitz",
     "rule_info",
     "register_rule",
+    "register_lipschitz",
     "domain_interval",
 ]
 
@@ -47,12 +50,25 @@ class Bounds:
     """The values one distribution parameter can take for one record, elementwise ``[lo, hi]``.
 
     ``lo is hi`` (built with :meth:`point`) means the parameter does not read private data.
-    ``space="logit"`` (Bernoulli only) says the bounds are on the logit scale.
+    ``space`` says on which scale ``[lo, hi]`` is given, when a family takes its parameter
+    through a link (each rule lists the spaces it accepts):
+
+    * ``"natural"`` -- the parameter itself;
+    * ``"logit"`` -- ``logit p`` (Bernoulli, Binomial);
+    * ``"log-mean"`` -- the log of the mean (Poisson ``ln mu``; NegativeBinomial, whose ``p`` is
+      ``n / (mu + n)``; Gamma, whose ``scale`` is ``mu / alpha``);
+    * ``"softmax"`` -- Categorical ``p = softmax(eta)``: ``lo[..., k, j], hi[..., k, j]`` bound
+      ``eta_k - eta_j`` (the pairwise differences, which are all the likelihood depends on);
+    * ``"ordered-logistic"``, ``"ordered-probit"`` -- Categorical ``p`` of PyMC's
+      ``OrderedLogistic`` / ``OrderedProbit``: ``[lo, hi]`` bounds ``eta``, and ``extra`` holds
+      ``(cut_lo, cut_hi)`` (probit: ``(cut_lo, cut_hi, sigma_lo, sigma_hi)``), the cutpoints'
+      bounds on the last axis (points when ``cut_lo is cut_hi``).
     """
 
     lo: Any
     hi: Any
     space: str = "natural"
+    extra: Any = None
 
     @classmethod
     def point(cls, value: Any, space: str = "natural") -> "Bounds":
@@ -61,6 +77,20 @@ class Bounds:
     @property
     def is_point(self) -> bool:
         return self.lo is self.hi
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A component distribution inside a factor: ``pm.Censored``'s base, a mixture's
+    components, ``pm.AR``'s ``init_dist``. ``params`` are its own, as :class:`Bounds` (or
+    :class:`Nested`), in its Op's ``dist_params`` order."""
+
+    op: Any
+    params: tuple
+
+    @property
+    def info(self) -> "RuleInfo | None":
+        return rule_info(self.op)
 
 
 @dataclass(frozen=True)
@@ -95,6 +125,28 @@ def log_density_range(op, domain: Domain, params: tuple[Bounds, ...], xp) -> tup
         ``pymc_dp.rules._xp.NP`` or ``PT``.
     """
     raise UnsupportedFactorError(f"no Lipschitz rule is registered for {type(op).__name__}")
+
+
+@singledispatch
+def element_lipschitz(op, domain: Domain, params: tuple, xp) -> Any:
+    """``L`` of one observed element: how much one record can move its log-density.
+
+    By default ``hi - lo`` of :func:`log_density_range`. Families whose constant is not the width
+    of one log-density range register their own (mixtures bound ``L`` by the largest
+    component's; ``pm.AR`` adds up the terms one value enters) with :func:`register_lipschitz`.
+    """
+    lo, hi = log_density_range(op, domain, params, xp)
+    return hi - lo
+
+
+def register_lipschitz(op_type: type) -> Callable:
+    """Register ``fn(op, domain, params, xp)`` as the :func:`element_lipschitz` of ``op_type``."""
+
+    def decorator(fn):
+        element_lipschitz.register(op_type)(fn)
+        return fn
+
+    return decorator
 
 
 def register_rule(
