@@ -103,6 +103,9 @@ class Window:
     half: Any
     space: str = "natural"
     extra: Any = None
+    #: False when the window does not slide at a fixed width (a table's hull, a link of a
+    #: window): only its hull may be used, whatever the family's spec says
+    sliding: bool = True
 
     @property
     def hull(self) -> Bounds:
@@ -203,7 +206,7 @@ def region_lipschitz(op, domain, params: tuple, names: tuple[str, ...] | None = 
     bnb: tuple[int, Span, BranchAndBound] | None = None
     for i, (name, p) in enumerate(zip(names, params)):
         if isinstance(p, Window):
-            choices.append(p.ends() if spec.window == "ends" else [p.hull])
+            choices.append(p.ends() if (spec.window == "ends" and p.sliding) else [p.hull])
         elif isinstance(p, Span):
             mode = spec.params.get(name, "point")
             if p.is_point:
@@ -242,7 +245,8 @@ def region_lipschitz(op, domain, params: tuple, names: tuple[str, ...] | None = 
 
             value = certified_sup_1d(at, span.lo, span.hi, lip, log_scale=mode.log_scale)
         best = value if best is None else np.maximum(best, value)
-    return best
+    # a rule evaluated at an infinite or zero end can give NaN: no certificate there
+    return np.where(np.isnan(best), np.inf, best)
 
 
 def certified_sup_1d(
