@@ -50,6 +50,7 @@ from pymc_dp.truncate import (
     FactorRegion,
     Infeasible,
     RegionContext,
+    constraints_box,
     exact_log_mass,
     prior_mass,
     solve_factor,
@@ -211,6 +212,11 @@ def _log_mass(regions, ctx) -> float:
     exact = exact_log_mass(cons, ctx)
     if exact is not None:
         return exact
+    box = constraints_box(cons, ctx)
+    if box is not None:  # in log space: a tiny mass still ranks the candidates
+        from pymc_dp.boxes import box_log_mass
+
+        return box_log_mass(box, ctx)
     p, _ = prior_mass(cons, ctx)
     return math.log(p) if p > 0 else -math.inf
 

@@ -43,6 +43,7 @@ from pymc_dp.rules import NP, Bounds, log_density_range
 
 __all__ = [
     "IntervalConstraint",
+    "ElementIntervalConstraint",
     "NormBallConstraint",
     "PotentialConstraint",
     "FactorRegion",
@@ -81,6 +82,29 @@ class IntervalConstraint:
 
 
 @dataclass(frozen=True)
+class ElementIntervalConstraint:
+    """Element ``i`` of free RV ``var`` lies in ``[lower[i], upper[i]]`` (flattened order).
+
+    Per-element bounds, for RVs whose elements are not exchangeable (ordered cutpoints with
+    different prior means: disjoint boxes keep them ordered)."""
+
+    var: str
+    lower: tuple
+    upper: tuple
+
+    def contains(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        v = draws[self.var].reshape(len(draws[self.var]), -1)
+        return np.all((v >= np.asarray(self.lower)) & (v <= np.asarray(self.upper)), axis=1)
+
+    def describe(self) -> str:
+        pairs = ", ".join(f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(self.lower, self.upper))
+        return f"{self.var} in {pairs} (elementwise)"
+
+    def to_dict(self) -> dict:
+        return {"kind": "element_interval", "var": self.var, "lower": list(self.lower), "upper": list(self.upper)}
+
+
+@dataclass(frozen=True)
 class NormBallConstraint:
     """``||var||`` at most ``radius``: l2, or the weighted l1 norm ``sum_i weights_i |var_i|``."""
 
@@ -100,7 +124,7 @@ class NormBallConstraint:
     def describe(self) -> str:
         if self.weights is None:
             return f"||{self.var}||_2 <= {self.radius:.6g}"
-        return f"sum_i m_i |{self.var}_i| <= {self.radius:.6g} (m = {list(np.round(self.weights, 6))})"
+        return f"sum_i m_i |{self.var}_i| <= {self.radius:.6g} (m = {[round(float(w), 6) for w in self.weights]})"
 
     def to_dict(self):
         return {
@@ -306,7 +330,9 @@ def _numeric(expr) -> np.ndarray:
 # --------------------------------------------------------------------------- solvers
 def solve_factor(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
     """Constraints on the free RVs that keep ``L_factor <= share``; see the module docstring."""
-    for solver in (solve_affine, solve_location_scale, solve_scalar):
+    from pymc_dp.boxes import solve_box
+
+    for solver in (solve_affine, solve_location_scale, solve_scalar, solve_box):
         region = solver(factor, share, ctx)
         if region is not None:
             return region
@@ -794,6 +820,14 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
     exact = _exact_mass(constraints, ctx)
     if exact is not None:
         return exact, "exact"
+    box = constraints_box(constraints, ctx)
+    if box is not None:
+        from pymc_dp.boxes import box_mass_estimate
+
+        log_mass, rel_se, how = box_mass_estimate(box, ctx)
+        if rel_se is None:
+            return math.exp(log_mass), how
+        return math.exp(log_mass), f"{how}; relative standard error {rel_se:.2g}"
     ok = np.ones(len(next(iter(ctx.draws.values()))), bool)
     for c in constraints:
         ok &= c.contains(ctx.draws)
@@ -803,6 +837,26 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
         return p, f"monte carlo (n={n}): no prior draw inside, mass below {3.0 / n:.2g} (95% upper bound)"
     se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
     return p, f"monte carlo (n={n}, se={se:.2g})"
+
+
+def constraints_box(constraints, ctx: RegionContext) -> dict | None:
+    """The box ``name -> (lo, hi)`` that interval constraints describe (None if any is not one)."""
+    box: dict = {}
+    for c in constraints:
+        if isinstance(c, IntervalConstraint):
+            lo = -math.inf if c.lower is None else c.lower
+            hi = math.inf if c.upper is None else c.upper
+        elif isinstance(c, ElementIntervalConstraint):
+            shape = ctx.shapes[c.var]
+            lo, hi = np.reshape(c.lower, shape), np.reshape(c.upper, shape)
+        else:
+            return None
+        lo_s, hi_s = ctx.support(c.var)
+        if math.isnan(lo_s):
+            lo_s, hi_s = -math.inf, math.inf
+        prev = box.get(c.var, (lo_s, hi_s))
+        box[c.var] = (np.maximum(prev[0], lo), np.minimum(prev[1], hi))
+    return box
 
 
 def _is_root(rv, ctx) -> bool:

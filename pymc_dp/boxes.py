@@ -1,0 +1,549 @@
+"""Truncation to a box, certified by region rules: the solver for the models users write.
+
+For a factor whose parameters are linear predictors, links and component distributions of
+several free RVs (``b0 + b1 * x1 + b2 * x2`` with a free ``sigma``; ``alpha[county] + beta *
+floor``; a softmax of utilities; ordered cutpoints), the truncation region is a **box**: each
+free RV the factor reads is restricted to an interval (elementwise intervals for RVs whose
+elements are not exchangeable, such as ordered cutpoints with different prior means).
+
+Certification. Over a box, :class:`~pymc_dp.intervals.BoxEvaluator` bounds every parameter
+expression (offsets, coefficients, scales; affine arithmetic, sound), each parameter becomes a
+:class:`~pymc_dp.rules.region.Span` or :class:`~pymc_dp.rules.region.Window`, and the family's
+region rule (:func:`~pymc_dp.rules.region.region_lipschitz`, proved per family) bounds ``sup L``
+over the box. The per-element bounds are summed over one record and maximised over records. A
+box is accepted only when that bound is at most the factor's share, so the certificate never
+rests on the search below.
+
+Search (public: it reads the prior, the domains and the data's shapes, never the data). Each
+free RV ``v`` gets an interval ``[m_v - t_v s_v^-, m_v + t_v s_v^+]`` around its prior median
+``m_v`` in units of its prior spread (``s^-``, ``s^+``: the distances to the 15.9% and 84.1%
+prior quantiles), clipped to its support. A side along which the constant does not grow (a
+scale's upper side, for a constant decreasing in the scale) is left open. The widths ``t`` are
+``T exp(z)``: ``T`` is found by bisection so that the bound meets the share (the bound grows with
+the box), and ``z`` by Nelder-Mead to keep the most prior mass (:func:`box_log_mass`: exact from
+CDFs for independent root RVs, conditional CDFs averaged over the public prior draws of the
+parents for hierarchical ones). When the prior median is not inside the feasible set, the box
+is centred at the point of least constant found by a search (reported as such).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.traversal import ancestors
+from scipy import optimize
+
+from pymc_dp.factors import (
+    LINK_SPACES,
+    AffineForm,
+    Factor,
+    IndexForm,
+    LinkForm,
+    NestedForm,
+    PointForm,
+    PredictorForm,
+    SpaceForm,
+)
+from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
+from pymc_dp.rules import rule_info
+from pymc_dp.rules.region import NestedRegion, NoRegionRule, Span, Window, region_lipschitz, region_spec
+
+__all__ = ["BoxModel", "solve_box", "box_log_mass"]
+
+_LINKS = {"sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), "exp": np.exp, "log": np.log,
+          "softplus": lambda x: np.logaddexp(0.0, x), "tanh": np.tanh}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- factor over a box
+class BoxModel:
+    """A factor's constant over boxes of the free RVs it reads (built once per factor)."""
+
+    def __init__(self, factor: Factor, ctx):
+        self.factor = factor
+        self.ctx = ctx
+        info = factor.info
+        if info is None or region_spec(factor.op) is None:
+            raise _Unsupported(f"no region rule for {factor.family}")
+        self.exprs: list = []
+        self.recipes = [self._recipe(f, info.family, n) for n, f in zip(info.param_names, factor.forms)]
+        private = [v for v in ctx.model.data_vars if v.name in ctx.domains]
+        try:
+            self.evaluator = BoxEvaluator(self.exprs, ctx.free, forbidden=private)
+        except UnsupportedExpression as err:
+            raise _Unsupported(str(err)) from None
+        self.vars = list(self.evaluator.inputs)
+        self.domain = ctx.domains[factor.observed_container]
+        self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
+        self.exact = all(_exact(f) for f in factor.forms)
+
+    def _add(self, expr) -> int:
+        self.exprs.append(expr)
+        return len(self.exprs) - 1
+
+    def _recipe(self, form, family: str, pname: str, space: str = "natural") -> Callable:
+        ctx = self.ctx
+        if isinstance(form, PointForm):
+            i = self._add(form.expr)
+            if space != "natural":  # a parameter on a link scale that reads no private data
+                return lambda R: Window(R[i][0], R[i][1], 0.0, space, None, True)
+            return lambda R: Span(*R[i])
+        if isinstance(form, PredictorForm):
+            parts = form.predictor.region_parts(ctx.domains)
+            io, ih = self._add(parts["o"]), self._add(parts["h"])
+            if "lo" in parts:
+                il, iu = self._add(parts["lo"]), self._add(parts["hi"])
+                return lambda R: Window(R[il][0], R[iu][1], 0.0, space, None, False)
+            return lambda R: Window(R[io][0], R[io][1], np.maximum(R[ih][1], 0.0), space, None, True)
+        if isinstance(form, AffineForm):
+            b = form.bounds(ctx.domains)
+            io, ih = self._add(0.5 * (b.lo + b.hi)), self._add(0.5 * (b.hi - b.lo))
+            return lambda R: Window(R[io][0], R[io][1], np.maximum(R[ih][1], 0.0), space, None, True)
+        if isinstance(form, IndexForm):
+            b = form.bounds(ctx.domains)
+            il, iu = self._add(b.lo), self._add(b.hi)
+            return lambda R: Window(R[il][0], R[iu][1], 0.0, space, None, False)
+        if isinstance(form, LinkForm):
+            mapped = LINK_SPACES.get((family, pname, form.link))
+            if mapped is not None:
+                return self._recipe(form.inner, family, pname, mapped)
+            inner = self._recipe(form.inner, family, pname)
+            fn = _LINKS[form.link]
+
+            def link(R):
+                w = inner(R)
+                lo, hi = (w.lo, w.hi) if isinstance(w, Span) else (w.hull.lo, w.hull.hi)
+                with np.errstate(all="ignore"):
+                    return Window(fn(np.asarray(lo, float)), fn(np.asarray(hi, float)), 0.0, space, None, False)
+
+            return link
+        if isinstance(form, SpaceForm):
+            inner = self._recipe(form.inner, family, pname, form.space)
+            extras = [self._add(e) for e in form.extra]
+
+            def spaced(R):
+                w = inner(R)
+                if not extras:
+                    return w
+                extra = []
+                for i in extras:
+                    extra += [R[i][0], R[i][1]]
+                return Window(w.o_lo, w.o_hi, w.half, w.space, tuple(extra), w.sliding)
+
+            return spaced
+        if isinstance(form, NestedForm):
+            info = rule_info(form.op)
+            if info is None:
+                raise _Unsupported(f"no rule for the component {type(form.op).__name__}")
+            subs = [self._recipe(f, info.family, n) for n, f in zip(info.param_names, form.forms)]
+            return lambda R: NestedRegion(form.op, tuple(r(R) for r in subs))
+        raise _Unsupported(f"form {type(form).__name__}")
+
+    def params(self, box: dict) -> tuple:
+        R = self.evaluator(box)
+        return tuple(r(R) for r in self.recipes)
+
+    def region_L(self, box: dict) -> float:
+        """A certified bound on the factor's per-record constant over ``box`` (inf: none)."""
+        try:
+            params = self.params(box)
+            with np.errstate(all="ignore"):
+                per_element = region_lipschitz(self.factor.op, self.domain, params)
+        except (NoRegionRule, UnsupportedExpression, FloatingPointError):
+            return math.inf
+        per_element = np.asarray(per_element, dtype=float)
+        if per_element.shape != self.obs_shape:
+            try:
+                per_element = np.broadcast_to(per_element, self.obs_shape)
+            except ValueError:
+                # an element bound with the parameters' batch shape only (e.g. a softmax row)
+                per_element = np.broadcast_to(per_element.reshape(per_element.shape + (1,) * 0), self.obs_shape)
+        if per_element.ndim > 1:
+            per_element = per_element.reshape(per_element.shape[0], -1).sum(axis=1)
+        value = float(np.max(per_element)) if per_element.size else 0.0
+        return value if not math.isnan(value) else math.inf
+
+
+def _exact(form) -> bool:
+    if isinstance(form, PredictorForm):
+        return form.predictor.exact
+    if isinstance(form, (LinkForm, SpaceForm)):
+        return _exact(form.inner)
+    if isinstance(form, NestedForm):
+        return all(_exact(f) for f in form.forms)
+    return True
+
+
+# --------------------------------------------------------------------------- parametrisation
+@dataclass
+class _Axis:
+    """How one free RV's interval is parametrised (public: prior draws and support only)."""
+
+    name: str
+    shape: tuple
+    centre: np.ndarray
+    down: np.ndarray  # prior spread below the centre
+    up: np.ndarray  # prior spread above the centre
+    support: tuple[float, float]
+    uniform: bool  # exchangeable elements: one interval for all
+    open_lo: bool = False
+    open_hi: bool = False
+    shift: float = 0.0  # the box's centre, in prior spreads from the median
+
+    def at(self, shift: float) -> np.ndarray:
+        """The point ``shift`` prior spreads away from the median, inside the support."""
+        step = np.where(shift >= 0, self.up, self.down)
+        lo_s, hi_s = self.support
+        point = self.centre + shift * step
+        if math.isfinite(lo_s) and shift < 0:  # approach a finite end geometrically, never reach it
+            point = np.where(point <= lo_s, lo_s + (self.centre - lo_s) * np.exp(shift * step / np.maximum(self.centre - lo_s, 1e-300)), point)
+        if math.isfinite(hi_s) and shift > 0:
+            point = np.where(point >= hi_s, hi_s - (hi_s - self.centre) * np.exp(-shift * step / np.maximum(hi_s - self.centre, 1e-300)), point)
+        return point
+
+    def interval(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        lo_s, hi_s = self.support
+        if math.isinf(t):
+            lo = np.full(self.shape, lo_s)
+            hi = np.full(self.shape, hi_s)
+        else:
+            c = self.at(self.shift)
+            lo = np.maximum(c - t * self.down, lo_s)
+            hi = np.minimum(c + t * self.up, hi_s)
+        if self.open_lo:
+            lo = np.full(self.shape, lo_s)
+        if self.open_hi:
+            hi = np.full(self.shape, hi_s)
+        return lo, hi
+
+
+def _axis(name: str, ctx) -> _Axis | None:
+    lo_s, hi_s = ctx.support(name)
+    rv = ctx.free[name]
+    transform = ctx.model.rvs_to_transforms.get(rv)
+    if math.isnan(lo_s):
+        if type(transform).__name__ == "Ordered":
+            lo_s, hi_s = -math.inf, math.inf
+        else:
+            return None
+    draws = np.asarray(ctx.draws[name], dtype=float)
+    shape = draws.shape[1:]
+    uniform = _exchangeable(rv)
+    pooled = draws.reshape(len(draws), -1)
+    if uniform:
+        q = np.quantile(pooled, [0.158655, 0.5, 0.841345])
+        centre = np.full(shape, q[1])
+        down = np.full(shape, max(q[1] - q[0], 1e-12))
+        up = np.full(shape, max(q[2] - q[1], 1e-12))
+    else:
+        q = np.quantile(pooled, [0.158655, 0.5, 0.841345], axis=0)
+        centre = q[1].reshape(shape)
+        down = np.maximum(q[1] - q[0], 1e-12).reshape(shape)
+        up = np.maximum(q[2] - q[1], 1e-12).reshape(shape)
+    return _Axis(name, shape, centre, down, up, (lo_s, hi_s), uniform)
+
+
+def _exchangeable(rv) -> bool:
+    """Whether every element of ``rv`` has the same prior (its parameters are broadcast scalars)."""
+    op = rv.owner.op
+    if getattr(op, "ndim_supp", 0) != 0:
+        return False
+    try:
+        params = op.dist_params(rv.owner)
+    except Exception:  # pragma: no cover - symbolic RVs
+        return False
+    return all(all(b for b in p.type.broadcastable) for p in params)
+
+
+# --------------------------------------------------------------------------- prior mass
+class _MassModel:
+    """``log P(theta in box)`` under the prior, for boxes over ``names``.
+
+    Root RVs (no free-RV parent): the product of their exact interval masses from PyMC's
+    ``logcdf``. An RV whose parents are free RVs: its conditional interval mass, from the
+    same ``logcdf`` vectorised over the public prior draws of its parents, averaged (a
+    Rao-Blackwellised Monte Carlo estimate: no draw has to fall inside the box). Other RVs:
+    the indicator averaged over the prior draws. The estimate is unbiased; the first kind
+    is exact.
+    """
+
+    def __init__(self, names: list[str], ctx):
+        self.ctx = ctx
+        self.names = names
+        self.kind: dict[str, Any] = {}
+        free = ctx.free
+        for name in names:
+            rv = free[name]
+            parents = [p for p in free.values() if p is not rv and p in set(ancestors(rv.owner.inputs, blockers=list(free.values())))]
+            try:
+                fn = self._logcdf_fn(rv, parents)
+                self.kind[name] = ("root" if not parents else "child", fn, [p.name for p in parents])
+            except Exception:
+                self.kind[name] = ("indicator", None, [])
+
+    @staticmethod
+    def _logcdf_fn(rv, parents):
+        import pymc as pm
+        from pytensor.graph.replace import vectorize_graph
+
+        if getattr(rv.owner.op, "ndim_supp", 0) != 0:
+            raise ValueError("multivariate")
+        v = rv.type()
+        expr = pm.logcdf(rv, v)
+        if not parents:
+            return pytensor.function([v], expr, on_unused_input="ignore")
+        batched = {p: pt.tensor(dtype=p.dtype, shape=(None,) + tuple(p.type.shape)) for p in parents}
+        vexpr = vectorize_graph(expr, replace=batched)
+        return pytensor.function([v, *batched.values()], vexpr, on_unused_input="ignore")
+
+    def __call__(self, box: dict) -> float:
+        return self.estimate(box)[0]
+
+    def estimate(self, box: dict) -> tuple[float, float | None, str]:
+        """``(log mass, relative standard error or None when exact, method)``."""
+        total = 0.0
+        weights = None
+        draws = self.ctx.draws
+        for name in self.names:
+            kind, fn, parents = self.kind[name]
+            lo, hi = box[name]
+            if kind == "root":
+                log_hi = np.asarray(fn(np.asarray(hi, float) + np.zeros(self.ctx.shapes[name])), float)
+                log_lo = np.asarray(fn(np.asarray(lo, float) + np.zeros(self.ctx.shapes[name])), float)
+                total += float(np.sum(_log_diff(log_hi, log_lo)))
+            elif kind == "child":
+                args = [np.asarray(draws[p], float) for p in parents]
+                log_hi = np.asarray(fn(np.asarray(hi, float) + np.zeros(self.ctx.shapes[name]), *args), float)
+                log_lo = np.asarray(fn(np.asarray(lo, float) + np.zeros(self.ctx.shapes[name]), *args), float)
+                per_draw = _log_diff(log_hi, log_lo).reshape(len(args[0]), -1).sum(axis=1)
+                weights = per_draw if weights is None else weights + per_draw
+            else:
+                v = np.asarray(draws[name], float).reshape(len(draws[name]), -1)
+                inside = np.all((v >= np.asarray(lo, float).reshape(-1)) & (v <= np.asarray(hi, float).reshape(-1)), axis=1)
+                with np.errstate(divide="ignore"):
+                    w = np.log(inside.astype(float))
+                weights = w if weights is None else weights + w
+        if weights is None:
+            return total, None, "exact"
+        m = np.max(weights)
+        n = len(weights)
+        if not np.isfinite(m):
+            return -math.inf, None, f"conditional CDFs over {n} prior draws of the hierarchy"
+        scaled = np.exp(weights - m)
+        mean = float(np.mean(scaled))
+        rel_se = float(np.std(scaled) / math.sqrt(n) / mean) if mean > 0 else math.inf
+        how = f"conditional CDFs averaged over {n} public prior draws of the hyperparameters (Rao-Blackwellised Monte Carlo)"
+        return total + float(m + math.log(mean)), rel_se, how
+
+
+def _log_diff(log_hi, log_lo):
+    """``log(exp(log_hi) - exp(log_lo))``, elementwise, -inf where empty."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = log_hi + np.log1p(-np.exp(np.minimum(log_lo - log_hi, 0.0)))
+    return np.where(log_hi > log_lo, out, -np.inf)
+
+
+def box_log_mass(box: dict, ctx) -> float:
+    """``log`` prior mass of a box (see :class:`_MassModel`)."""
+    return box_mass_estimate(box, ctx)[0]
+
+
+def box_mass_estimate(box: dict, ctx) -> tuple[float, float | None, str]:
+    """``(log mass, relative standard error or None when exact, method)`` of a box."""
+    names = sorted(box)
+    model = ctx.cached(("mass_model", tuple(names)), lambda: _MassModel(names, ctx))
+    return model.estimate(box)
+
+
+# --------------------------------------------------------------------------- the solver
+def solve_box(factor: Factor, share: float, ctx):
+    """A box of the factor's free RVs on which its certified constant is at most ``share``.
+
+    Returns a :class:`~pymc_dp.truncate.FactorRegion` (solver ``"box"``), or None when the
+    factor's family has no region rule or its parameters use an operation the evaluator does
+    not bound (the caller then falls back to the Potential solver). Raises
+    :class:`~pymc_dp.truncate.Infeasible` when no box around the best point found fits.
+    """
+    from pymc_dp.truncate import ElementIntervalConstraint, FactorRegion, Infeasible, IntervalConstraint
+
+    def build():
+        try:
+            bm = BoxModel(factor, ctx)
+        except (_Unsupported, NoRegionRule):
+            return None
+        axes = [_axis(n, ctx) for n in bm.vars]
+        if any(a is None for a in axes):
+            return None
+        return bm, axes
+
+    built = ctx.cached(ctx.key(factor, "box"), build)
+    if built is None:
+        return None
+    bm, axes = built
+    search = ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx))
+    result = search.solve(share)
+    if result is None:
+        raise Infeasible(factor.name, search.min_L, certified=False)
+    box, L = result
+    constraints = []
+    for ax in axes:
+        lo, hi = box[ax.name]
+        lo_s, hi_s = ax.support
+        has_lo = bool(np.any(lo > lo_s))
+        has_hi = bool(np.any(hi < hi_s))
+        if not (has_lo or has_hi):
+            continue
+        if ax.uniform or (np.ptp(lo) == 0 and np.ptp(hi) == 0):
+            constraints.append(IntervalConstraint(
+                ax.name,
+                float(np.max(lo)) if has_lo else None,
+                float(np.min(hi)) if has_hi else None,
+            ))
+        else:
+            constraints.append(ElementIntervalConstraint(
+                ax.name, tuple(float(v) for v in np.ravel(lo)), tuple(float(v) for v in np.ravel(hi))))
+    region = FactorRegion(factor, share, constraints, "box", search.min_L)
+    region.certified_lipschitz = L
+    region.exact = bm.exact
+    return region
+
+
+class _Search:
+    """The box search of :func:`solve_box` for one factor (share-independent parts cached)."""
+
+    def __init__(self, bm: BoxModel, axes: list[_Axis], ctx):
+        self.bm = bm
+        self.axes = axes
+        self.ctx = ctx
+        self.mass = lambda box: box_log_mass(box, ctx)
+        self.cache: dict = {}
+        self.median_L = bm.region_L(self.box(np.zeros(len(axes))))
+        self.min_L = self.median_L
+        self._best_shift = None
+        self._open_sides()
+
+    def _point_L(self, shifts) -> float:
+        box = {ax.name: (ax.at(float(c)), ax.at(float(c))) for ax, c in zip(self.axes, shifts)}
+        return self.bm.region_L(box)
+
+    def best_shift(self) -> np.ndarray:
+        """The centre (in prior spreads from the median) with the least constant a search finds."""
+        if self._best_shift is None:
+            k = len(self.axes)
+            f = lambda c: self._point_L(np.clip(c, -40.0, 40.0))
+            best_c, best = np.zeros(k), self.median_L
+            starts = [np.zeros(k)] + [s * np.eye(k)[i] for i in range(k) for s in (-6.0, 6.0, 20.0)]
+            for c0 in starts:
+                v0 = f(c0)
+                if v0 < best:
+                    best_c, best = c0, v0
+            res = optimize.minimize(f, best_c, method="Nelder-Mead",
+                                    options={"maxfev": 100 + 50 * k, "xatol": 1e-3, "fatol": 1e-9})
+            if res.fun < best:
+                best_c, best = np.clip(res.x, -40.0, 40.0), float(res.fun)
+            self._best_shift = best_c
+            self.min_L = min(self.min_L, best)
+        return self._best_shift
+
+    def box(self, t) -> dict:
+        return {ax.name: ax.interval(float(ti)) for ax, ti in zip(self.axes, np.atleast_1d(t))}
+
+    def L(self, t) -> float:
+        key = tuple(float(x) for x in np.atleast_1d(t))
+        if key not in self.cache:
+            self.cache[key] = self.bm.region_L(self.box(np.asarray(key)))
+        return self.cache[key]
+
+    def _open_sides(self):
+        """Open a side of an axis when the bound does not grow along it (a scale's upper side
+        for a constant that decreases with the scale): more prior mass at no cost."""
+        t_ref = np.full(len(self.axes), 0.5)
+        base = self.bm.region_L(self.box(t_ref))
+        if not math.isfinite(base):
+            t_ref = np.full(len(self.axes), 0.05)
+            base = self.bm.region_L(self.box(t_ref))
+        if not math.isfinite(base):
+            return
+        for ax in self.axes:
+            for side in ("open_hi", "open_lo"):
+                setattr(ax, side, True)
+                value = self.bm.region_L(self.box(t_ref))
+                if not (value <= base * (1 + 1e-9) + 1e-12):
+                    setattr(ax, side, False)
+        self.cache.clear()
+
+    def _boundary(self, w: np.ndarray, share: float) -> tuple[float, float] | None:
+        """The largest ``T`` with ``L(T w) <= share`` (bisection; inf when the full support fits)."""
+        if self.L(np.full(len(w), math.inf)) <= share:
+            return math.inf, self.L(np.full(len(w), math.inf))
+        if self.L(0.0 * w) > share:
+            return None
+        lo, hi = 0.0, 1.0
+        while self.L(hi * w) <= share and hi < 1e8:
+            lo, hi = hi, hi * 2.0
+        if hi >= 1e8:
+            return lo, self.L(lo * w)
+        for _ in range(40):  # the box is certified where it stops: precision only costs mass
+            mid = 0.5 * (lo + hi) if lo > 0 else 0.5 * hi
+            if self.L(mid * w) <= share:
+                lo = mid
+            else:
+                hi = mid
+            if lo > 0 and hi - lo <= 2e-4 * hi:
+                break
+        return lo, self.L(lo * w)
+
+    def solve(self, share: float):
+        k = len(self.axes)
+        if k == 0:
+            return ({}, self.min_L) if self.min_L <= share else None
+        shifts = np.zeros(k)
+        if self.median_L > share:  # the prior median is outside: centre the box where L is least
+            shifts = self.best_shift()
+            if self.min_L > share:
+                return None
+        if any(ax.shift != c for ax, c in zip(self.axes, shifts)):
+            for ax, c in zip(self.axes, shifts):
+                ax.shift = float(c)
+            self.cache.clear()
+
+        def evaluate(z):
+            w = np.exp(np.concatenate([[0.0], z]) - np.max(np.concatenate([[0.0], z])))
+            found = self._boundary(w, share)
+            if found is None:
+                return -math.inf, None
+            T, L = found
+            t = T * w
+            box = self.box(t)
+            return self.mass(box), (box, L)
+
+        best = {"value": -math.inf, "result": None}
+
+        def objective(z):
+            value, result = evaluate(np.clip(z, -12, 12))
+            if result is not None and value > best["value"]:
+                best.update(value=value, result=result)
+            return -value if math.isfinite(value) else 1e300
+
+        objective(np.zeros(k - 1))
+        if k > 1:
+            optimize.minimize(objective, np.zeros(k - 1), method="Nelder-Mead",
+                              options={"maxfev": 20 + 12 * k, "xatol": 2e-2, "fatol": 1e-3,
+                                       "initial_simplex": np.vstack([np.zeros(k - 1), 1.5 * np.eye(k - 1)])})
+        result = best["result"]
+        if result is None:
+            return None
+        box, L = result
+        # the certificate rests on this evaluation alone
+        L = self.bm.region_L(box)
+        if not L <= share:  # pragma: no cover - the bisection only keeps feasible boxes
+            return None
+        return box, L
