@@ -400,7 +400,8 @@ class PrivateModel:
         PrivateModel
             Shares this one's certificate; this one is unchanged.
         """
-        from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
+        from pymc.model.fgraph import fgraph_from_model
+        from pymc_dp.rewrite import rebuild_model
 
         if not isinstance(data, Mapping):
             raise DomainError("with_data needs a dict mapping private container names to new values.")
@@ -422,7 +423,7 @@ class PrivateModel:
             values[name] = arr.astype(current[name].dtype)
         # fgraph_from_model deep-copies the data containers: the copy shares no storage with self
         fgraph, _ = fgraph_from_model(self.model)
-        model = model_from_fgraph(fgraph, mutate_fgraph=True)
+        model = rebuild_model(fgraph)
         _same_order(model, self.model)
         for name, arr in values.items():
             model.set_data(name, arr)

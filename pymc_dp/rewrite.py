@@ -40,10 +40,49 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
 
-__all__ = ["rewrite_model", "AUX_SUFFIXES"]
+__all__ = ["rewrite_model", "rebuild_model", "AUX_SUFFIXES"]
 
 #: names of the auxiliary variables the polar reparametrisation adds (never released)
 AUX_SUFFIXES = ("__dp_direction", "__dp_radius", "__dp_polar")
+
+
+def rebuild_model(fgraph) -> pm.Model:
+    """``model_from_fgraph(fgraph, mutate_fgraph=True)``, with every Deterministic under its own name.
+
+    PyMC 5.28 rebuilds a ``pm.Deterministic`` that wraps another Deterministic (``b =
+    pm.Deterministic("b", a)``, or a transpose that is a no-op) as the *same* variable as the
+    inner one: both names then point to one variable whose ``name`` is the inner one's, and
+    ``pm.sample`` returns one of them (reproduces in plain PyMC). Each name that shares its
+    variable gets a distinct copy (a ``ViewOp``: same values), so that every Deterministic of the
+    user's model is sampled and released under its name.
+    """
+    from pytensor.compile.ops import ViewOp
+
+    model = model_from_fgraph(fgraph, mutate_fgraph=True)
+    dets = {id(d): d for d in model.deterministics}
+    names_of: dict[int, list[str]] = {}
+    for name, var in model.named_vars.items():
+        if id(var) in dets:
+            names_of.setdefault(id(var), []).append(name)
+    fixed = []
+    for key, names in names_of.items():
+        var = dets[key]
+        keep = var.name if var.name in names else names[0]
+        var.name = keep
+        fixed.append(var)
+        for name in names:
+            if name == keep:
+                continue
+            copy = ViewOp()(var)
+            copy.name = name
+            model.named_vars[name] = copy
+            fixed.append(copy)
+    if len(fixed) != len(model.deterministics) or any(a is not b for a, b in zip(fixed, model.deterministics)):
+        # model.deterministics is a PyMC treelist without slice assignment
+        while len(model.deterministics):
+            model.deterministics.pop()
+        model.deterministics.extend(fixed)
+    return model
 
 
 @contextlib.contextmanager
@@ -124,7 +163,7 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
             z_rv = pm.Normal.dist(0.0, 1.0, size=d)
         else:
             z_rv = pm.Laplace.dist(0.0, 1.0, size=d)
-        t_rv = pm.Flat.dist()
+        t_rv = pm.Flat.dist(shape=(1,))
         z_val, t_val = z_rv.type(), t_rv.type()
         z_name, t_name = name + AUX_SUFFIXES[0], name + AUX_SUFFIXES[1]
         z_val.name, t_val.name = z_name, t_name
@@ -133,24 +172,30 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         z.name, t.name = z_name, t_name
         radius = float(ball.radius)
         rho = radius * pt.sigmoid(t)
+        # ||z|| through a dot product, not sum(square(z)): with the latter, PyTensor 2.38.3's
+        # FusionOptimizer plans the gradient's fused loops in an order that breaks its own
+        # blockers and logs an ERROR traceback (pymc-devs/pytensor#2145, fixed upstream after
+        # the 2.38 series that PyMC 5.28 allows); the dot product keeps the norm out of the
+        # elementwise subgraphs, and the values are the same
         if ball.weights is None:
-            v = rho * z / pt.sqrt(pt.sum(pt.square(z)))
+            v = z * (rho / pt.sqrt(pt.dot(z, z)))
         else:
-            v = rho * z / pt.sum(pt.abs(z)) / pt.as_tensor_variable(np.asarray(ball.weights, dtype="float64"))
+            m = pt.as_tensor_variable(np.asarray(ball.weights, dtype="float64"))
+            v = (z / m) * (rho / pt.dot(pt.abs(z), pt.ones_like(z)))
         w_expr = v if tuple(ctx.shapes[name]) == (d,) else pt.reshape(v, ctx.shapes[name])
         if w_expr.dtype != rv.dtype:
             w_expr = w_expr.astype(rv.dtype)
         w_det = model_deterministic(w_expr, *dims)
         w_det.name = name
         # prior density of w, polar Jacobian (d-1) ln rho, and ln |d rho / d t|
-        log_jac = (d - 1) * pt.log(rho) + math.log(radius) - pt.softplus(-t) - pt.softplus(t)
+        log_jac = pt.sum((d - 1) * pt.log(rho) + math.log(radius) - pt.softplus(-t) - pt.softplus(t))
         pot = model_potential(pm.logp(rv, w_expr).sum() + log_jac)
         pot.name = name + AUX_SUFFIXES[2]
         replacements.append((node.outputs[0], w_det))
         extra_outputs.append(pot)
         # start at half the radius, in a public direction
         initvals[z_name] = np.ones(d) / math.sqrt(d)
-        initvals[t_name] = np.array(0.0)
+        initvals[t_name] = np.zeros(1)
 
     for i, c in enumerate(potentials):
         L = factor_lipschitz[c.factor]
@@ -173,7 +218,7 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         toposort_replace(fgraph, tuple(replacements))
     for out in extra_outputs:
         fgraph.add_output(out)
-    new_model = model_from_fgraph(fgraph, mutate_fgraph=True)
+    new_model = rebuild_model(fgraph)
 
     if potentials:
         start = _start_inside(constraints, ctx)
