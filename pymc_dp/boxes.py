@@ -197,6 +197,8 @@ class _Axis:
     open_lo: bool = False
     open_hi: bool = False
     shift: float = 0.0  # the box's centre, in prior spreads from the median
+    #: never truncated (a simplex, a correlation matrix): always its whole support's hull
+    fixed: bool = False
 
     def at(self, shift: float) -> np.ndarray:
         """The point ``shift`` prior spreads away from the median, inside the support."""
@@ -211,7 +213,7 @@ class _Axis:
 
     def interval(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         lo_s, hi_s = self.support
-        if math.isinf(t):
+        if math.isinf(t) or self.fixed:
             lo = np.full(self.shape, lo_s)
             hi = np.full(self.shape, hi_s)
         else:
@@ -229,13 +231,18 @@ def _axis(name: str, ctx) -> _Axis | None:
     lo_s, hi_s = ctx.support(name)
     rv = ctx.free[name]
     transform = ctx.model.rvs_to_transforms.get(rv)
-    if math.isnan(lo_s):
-        if type(transform).__name__ == "Ordered":
-            lo_s, hi_s = -math.inf, math.inf
-        else:
-            return None
     draws = np.asarray(ctx.draws[name], dtype=float)
     shape = draws.shape[1:]
+    if math.isnan(lo_s):
+        tname = type(transform).__name__
+        if tname == "Ordered":
+            lo_s, hi_s = -math.inf, math.inf
+        else:
+            # a simplex or another constrained vector: not truncated, only bounded by its hull
+            # (the region rule then certifies the factor whatever its value)
+            hull = (0.0, 1.0) if tname in ("SimplexTransform", "StickBreaking") else (-math.inf, math.inf)
+            zeros = np.zeros(shape)
+            return _Axis(name, shape, zeros, zeros + 1, zeros + 1, hull, True, fixed=True)
     uniform = _exchangeable(rv)
     pooled = draws.reshape(len(draws), -1)
     if uniform:
@@ -291,18 +298,26 @@ class _MassModel:
 
     @staticmethod
     def _logcdf_fn(rv, parents):
+        """``(lo, hi, *parents) -> log P(lo <= rv <= hi | parents)``, accurate in both tails: from
+        the log-CDF below the median, from the log-survival function above it."""
         import pymc as pm
         from pytensor.graph.replace import vectorize_graph
 
         if getattr(rv.owner.op, "ndim_supp", 0) != 0:
             raise ValueError("multivariate")
-        v = rv.type()
-        expr = pm.logcdf(rv, v)
+        lo, hi = rv.type(), rv.type()
+        below = _log_diff_pt(pm.logcdf(rv, hi), pm.logcdf(rv, lo))
+        try:
+            above = _log_diff_pt(pm.logccdf(rv, lo), pm.logccdf(rv, hi))
+            upper = pt.gt(pm.logcdf(rv, lo), np.log(0.5))
+            expr = pt.switch(upper, above, below)
+        except Exception:  # no survival function for this family: the CDF form alone
+            expr = below
         if not parents:
-            return pytensor.function([v], expr, on_unused_input="ignore")
+            return pytensor.function([lo, hi], expr, on_unused_input="ignore")
         batched = {p: pt.tensor(dtype=p.dtype, shape=(None,) + tuple(p.type.shape)) for p in parents}
         vexpr = vectorize_graph(expr, replace=batched)
-        return pytensor.function([v, *batched.values()], vexpr, on_unused_input="ignore")
+        return pytensor.function([lo, hi, *batched.values()], vexpr, on_unused_input="ignore")
 
     def __call__(self, box: dict) -> float:
         return self.estimate(box)[0]
@@ -315,15 +330,14 @@ class _MassModel:
         for name in self.names:
             kind, fn, parents = self.kind[name]
             lo, hi = box[name]
+            shape = self.ctx.shapes[name]
+            lo_a = np.asarray(lo, float) + np.zeros(shape)
+            hi_a = np.asarray(hi, float) + np.zeros(shape)
             if kind == "root":
-                log_hi = np.asarray(fn(np.asarray(hi, float) + np.zeros(self.ctx.shapes[name])), float)
-                log_lo = np.asarray(fn(np.asarray(lo, float) + np.zeros(self.ctx.shapes[name])), float)
-                total += float(np.sum(_log_diff(log_hi, log_lo)))
+                total += float(np.sum(np.asarray(fn(lo_a, hi_a), float)))
             elif kind == "child":
                 args = [np.asarray(draws[p], float) for p in parents]
-                log_hi = np.asarray(fn(np.asarray(hi, float) + np.zeros(self.ctx.shapes[name]), *args), float)
-                log_lo = np.asarray(fn(np.asarray(lo, float) + np.zeros(self.ctx.shapes[name]), *args), float)
-                per_draw = _log_diff(log_hi, log_lo).reshape(len(args[0]), -1).sum(axis=1)
+                per_draw = np.asarray(fn(lo_a, hi_a, *args), float).reshape(len(args[0]), -1).sum(axis=1)
                 weights = per_draw if weights is None else weights + per_draw
             else:
                 v = np.asarray(draws[name], float).reshape(len(draws[name]), -1)
@@ -342,6 +356,12 @@ class _MassModel:
         rel_se = float(np.std(scaled) / math.sqrt(n) / mean) if mean > 0 else math.inf
         how = f"conditional CDFs averaged over {n} public prior draws of the hyperparameters (Rao-Blackwellised Monte Carlo)"
         return total + float(m + math.log(mean)), rel_se, how
+
+
+def _log_diff_pt(log_a, log_b):
+    """``log(exp(log_a) - exp(log_b))`` for ``log_a >= log_b`` (PyTensor), -inf when empty."""
+    d = pt.minimum(log_b - log_a, 0.0)
+    return pt.switch(pt.gt(log_a, log_b), log_a + pt.log1p(-pt.exp(d)), -np.inf)
 
 
 def _log_diff(log_hi, log_lo):
@@ -391,17 +411,22 @@ def solve_box(factor: Factor, share: float, ctx):
     search = ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx))
     result = search.solve(share)
     if result is None:
+        floor = certified_floor(factor, ctx)
+        if floor is not None and floor > share:
+            raise Infeasible(factor.name, floor, certified=True)
         raise Infeasible(factor.name, search.min_L, certified=False)
     box, L = result
     constraints = []
     for ax in axes:
+        if ax.fixed:
+            continue
         lo, hi = box[ax.name]
         lo_s, hi_s = ax.support
         has_lo = bool(np.any(lo > lo_s))
         has_hi = bool(np.any(hi < hi_s))
         if not (has_lo or has_hi):
             continue
-        if ax.uniform or (np.ptp(lo) == 0 and np.ptp(hi) == 0):
+        if ax.uniform or (np.all(lo == lo.reshape(-1)[0]) and np.all(hi == hi.reshape(-1)[0])):
             constraints.append(IntervalConstraint(
                 ax.name,
                 float(np.max(lo)) if has_lo else None,
@@ -416,6 +441,29 @@ def solve_box(factor: Factor, share: float, ctx):
     return region
 
 
+def certified_floor(factor: Factor, ctx) -> float | None:
+    """The family's proved smallest per-record constant (``rules.discrete.min_lipschitz``) for
+    the factor's fixed parameters, or None when the family states none."""
+    from pymc_dp.rules.base import Bounds
+    from pymc_dp.rules.discrete import min_lipschitz
+
+    params = []
+    for form in factor.forms:
+        if isinstance(form, PointForm) and not ctx.free_rvs_of(form.expr):
+            params.append(Bounds.point(ctx.numeric(form.expr)))
+        else:
+            params.append(None)
+    try:
+        floor = min_lipschitz(factor.op, ctx.domains[factor.observed_container], tuple(params))
+    except Exception:  # a floor is a refinement of a message, never needed for soundness
+        return None
+    if floor is None:
+        return None
+    shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
+    per_record = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return float(floor) * per_record
+
+
 class _Search:
     """The box search of :func:`solve_box` for one factor (share-independent parts cached)."""
 
@@ -425,19 +473,21 @@ class _Search:
         self.ctx = ctx
         self.mass = lambda box: box_log_mass(box, ctx)
         self.cache: dict = {}
-        self.median_L = bm.region_L(self.box(np.zeros(len(axes))))
+        self.moving = [ax for ax in axes if not ax.fixed]
+        self.median_L = bm.region_L(self.box(np.zeros(len(self.moving))))
         self.min_L = self.median_L
         self._best_shift = None
         self._open_sides()
 
     def _point_L(self, shifts) -> float:
-        box = {ax.name: (ax.at(float(c)), ax.at(float(c))) for ax, c in zip(self.axes, shifts)}
+        box = {ax.name: (ax.at(float(c)), ax.at(float(c))) for ax, c in zip(self.moving, shifts)}
+        box.update({ax.name: ax.interval(math.inf) for ax in self.axes if ax.fixed})
         return self.bm.region_L(box)
 
     def best_shift(self) -> np.ndarray:
         """The centre (in prior spreads from the median) with the least constant a search finds."""
         if self._best_shift is None:
-            k = len(self.axes)
+            k = len(self.moving)
             f = lambda c: self._point_L(np.clip(c, -40.0, 40.0))
             best_c, best = np.zeros(k), self.median_L
             starts = [np.zeros(k)] + [s * np.eye(k)[i] for i in range(k) for s in (-6.0, 6.0, 20.0)]
@@ -454,7 +504,9 @@ class _Search:
         return self._best_shift
 
     def box(self, t) -> dict:
-        return {ax.name: ax.interval(float(ti)) for ax, ti in zip(self.axes, np.atleast_1d(t))}
+        """The box with widths ``t`` (one per free axis; fixed axes are their whole hull)."""
+        t = iter(np.atleast_1d(t))
+        return {ax.name: ax.interval(math.inf if ax.fixed else float(next(t))) for ax in self.axes}
 
     def L(self, t) -> float:
         key = tuple(float(x) for x in np.atleast_1d(t))
@@ -465,14 +517,14 @@ class _Search:
     def _open_sides(self):
         """Open a side of an axis when the bound does not grow along it (a scale's upper side
         for a constant that decreases with the scale): more prior mass at no cost."""
-        t_ref = np.full(len(self.axes), 0.5)
+        t_ref = np.full(len(self.moving), 0.5)
         base = self.bm.region_L(self.box(t_ref))
         if not math.isfinite(base):
-            t_ref = np.full(len(self.axes), 0.05)
+            t_ref = np.full(len(self.moving), 0.05)
             base = self.bm.region_L(self.box(t_ref))
         if not math.isfinite(base):
             return
-        for ax in self.axes:
+        for ax in self.moving:
             for side in ("open_hi", "open_lo"):
                 setattr(ax, side, True)
                 value = self.bm.region_L(self.box(t_ref))
@@ -502,7 +554,7 @@ class _Search:
         return lo, self.L(lo * w)
 
     def solve(self, share: float):
-        k = len(self.axes)
+        k = len(self.moving)
         if k == 0:
             return ({}, self.min_L) if self.min_L <= share else None
         shifts = np.zeros(k)
@@ -510,8 +562,8 @@ class _Search:
             shifts = self.best_shift()
             if self.min_L > share:
                 return None
-        if any(ax.shift != c for ax, c in zip(self.axes, shifts)):
-            for ax, c in zip(self.axes, shifts):
+        if any(ax.shift != c for ax, c in zip(self.moving, shifts)):
+            for ax, c in zip(self.moving, shifts):
                 ax.shift = float(c)
             self.cache.clear()
 
@@ -529,7 +581,7 @@ class _Search:
 
         def objective(z):
             value, result = evaluate(np.clip(z, -12, 12))
-            if result is not None and value > best["value"]:
+            if result is not None and (value > best["value"] or best["result"] is None):
                 best.update(value=value, result=result)
             return -value if math.isfinite(value) else 1e300
 

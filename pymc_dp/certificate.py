@@ -120,7 +120,7 @@ class Certificate:
             f"posterior draw(s), unit={unit}, {self.composition} composition",
             f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.delta_per_draw:.6g})",
             f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method}); "
-            f"{self.split} split of Delta"
+            + ("truncation given by bounds=" if self.mode == "bounds" else f"{self.split} split of Delta")
             + (
                 f" (an equal split keeps {self.equal_split_prior_mass:.4g})"
                 if self.split == "optimised" and self.equal_split_prior_mass is not None

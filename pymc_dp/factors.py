@@ -538,10 +538,14 @@ def _is_rv_node(var) -> bool:
     return var.owner is not None and isinstance(var.owner.op, (RandomVariable, SymbolicRandomVariable))
 
 
-def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str) -> tuple:
+def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str, params=None) -> tuple:
     """The forms of a factor's (or a component's) distribution parameters, each on the scale
     its family's rule takes it (:data:`LINK_SPACES`, log-mean windows, softmax, ordered)."""
-    params = _dist_params(op, node)
+    from pymc.distributions.mixture import _BaseMixtureRV
+
+    if params is None and isinstance(op, _BaseMixtureRV):
+        return _mixture_forms(analyzer, node, info, name)
+    params = _dist_params(op, node) if params is None else list(params)
     family = info.family
     forms = []
     for pname, param in zip(info.param_names, params):
@@ -565,6 +569,34 @@ def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str) ->
                 f"only {sorted(info.range_params) or 'none'} may (e.g. a regression's location or mean)."
             )
         forms.append(_space_form(analyzer, family, pname, param, params, info, name))
+    return tuple(forms)
+
+
+def _mixture_forms(analyzer, node, info: RuleInfo, name: str) -> tuple:
+    """A mixture's weights and one :class:`NestedForm` per component (a hurdle's positive part
+    as its base distribution; a batched component as one)."""
+    from pymc_dp.rules.mixture import mixture_components
+
+    weights, components = mixture_components(node)
+    if private_ancestors(weights, analyzer.private):
+        raise UnsupportedFactorError(
+            f"factor {name!r}: the mixture weights read private data {private_ancestors(weights, analyzer.private)}; "
+            "pymc_dp certifies mixtures whose weights are parameters."
+        )
+    forms = [PointForm(weights)]
+    for comp in components:
+        sub_info = rule_info(comp.op)
+        if type(comp.op).__name__ == "DiracDeltaRV":  # a zero-inflation's point mass: the rule knows it
+            if any(private_ancestors(p, analyzer.private) for p in comp.params):
+                analyzer.refuse(comp.params[0], "a point mass located by private data")
+            forms.append(NestedForm(comp.op, None, tuple(PointForm(p) for p in comp.params)))
+            continue
+        if sub_info is None:
+            raise UnsupportedFactorError(
+                f"factor {name!r}: its component {type(comp.op).__name__.removesuffix('RV')} has no Lipschitz "
+                f"rule. Supported: {SUPPORTED_FAMILIES}."
+            )
+        forms.append(NestedForm(comp.op, None, _family_forms(analyzer, comp.op, None, sub_info, name, comp.params)))
     return tuple(forms)
 
 

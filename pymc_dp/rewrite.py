@@ -38,7 +38,7 @@ from pymc.pytensorf import toposort_replace
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
+from pymc_dp.truncate import ElementIntervalConstraint, IntervalConstraint, NormBallConstraint, PotentialConstraint
 
 __all__ = ["rewrite_model", "rebuild_model", "AUX_SUFFIXES"]
 
@@ -117,15 +117,22 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
     nodes = {
         node.outputs[0].name: node for node in fgraph.apply_nodes if isinstance(node.op, ModelFreeRV)
     }
-    intervals: dict[str, tuple[float, float]] = {}
+    intervals: dict[str, tuple] = {}
     balls: dict[str, NormBallConstraint] = {}
     potentials: list[PotentialConstraint] = []
     for c in constraints:
-        if isinstance(c, IntervalConstraint):
-            lo0, hi0 = intervals.get(c.var, ctx.support(c.var))
-            lo = lo0 if c.lower is None else max(lo0, c.lower)
-            hi = hi0 if c.upper is None else min(hi0, c.upper)
-            intervals[c.var] = (lo, hi)
+        if isinstance(c, (IntervalConstraint, ElementIntervalConstraint)):
+            shape = ctx.shapes[c.var]
+            support = ctx.support(c.var)
+            if math.isnan(support[0]):  # an ordered vector: its elements are real
+                support = (-math.inf, math.inf)
+            lo0, hi0 = intervals.get(c.var, (np.full(shape, support[0]), np.full(shape, support[1])))
+            if isinstance(c, IntervalConstraint):
+                lo_c = -math.inf if c.lower is None else c.lower
+                hi_c = math.inf if c.upper is None else c.upper
+            else:
+                lo_c, hi_c = np.reshape(c.lower, shape), np.reshape(c.upper, shape)
+            intervals[c.var] = (np.maximum(lo0, lo_c), np.minimum(hi0, hi_c))
         elif isinstance(c, NormBallConstraint):
             prev = balls.get(c.var)
             if prev is not None and prev.weights != c.weights:
@@ -148,12 +155,18 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         rv, value, *dims = node.inputs
         new_value = rv.type()
         new_value.name = f"{name}_interval__"
-        transform = Interval(
-            lower=None if not math.isfinite(lo) else float(lo),
-            upper=None if not math.isfinite(hi) else float(hi),
-        )
+        transform = Interval(lower=_interval_end(lo, name, "lower"), upper=_interval_end(hi, name, "upper"))
+        if type(model.rvs_to_transforms.get(model[name])).__name__ == "Ordered":
+            # keep the order: an elementwise increasing map of an ordered vector stays ordered
+            from pymc.distributions.transforms import ordered
+            from pymc.logprob.transforms import ChainedTransform
+
+            transform = ChainedTransform([transform, ordered])
+            start = _interval_initval(lo, hi, ctx.draws[name])
+            initvals[name] = _strictly_increasing(start, lo, hi)
+        else:
+            initvals[name] = _interval_initval(lo, hi, ctx.draws[name])
         replacements.append((node.outputs[0], model_free_rv(rv, new_value, transform, *dims)))
-        initvals[name] = _interval_initval(lo, hi, ctx.draws[name])
 
     for name, ball in balls.items():
         node = nodes[name]
@@ -247,19 +260,54 @@ def _graph_inputs_and_rvs(model):
     return out
 
 
-def _interval_initval(lo: float, hi: float, draws: np.ndarray) -> np.ndarray:
+def _strictly_increasing(start: np.ndarray, lo, hi) -> np.ndarray:
+    """An ordered start inside the box: sorted, and spread where elements coincide."""
+    x = np.sort(np.asarray(start, dtype=float).reshape(-1))
+    lo = np.broadcast_to(np.asarray(lo, float), x.shape)
+    hi = np.broadcast_to(np.asarray(hi, float), x.shape)
+    for i in range(1, len(x)):
+        if x[i] <= x[i - 1]:
+            gap = (hi[i] - x[i - 1]) if math.isfinite(hi[i]) else 1.0
+            x[i] = x[i - 1] + 1e-3 * max(gap, 1e-9)
+    return x.reshape(np.shape(start))
+
+
+def _interval_end(end, name: str, side: str):
+    """A transform's bound: None when every element is unbounded on that side, else the values."""
+    end = np.asarray(end, dtype=float)
+    finite = np.isfinite(end)
+    if not np.any(finite):
+        return None
+    if not np.all(finite):
+        raise NotImplementedError(f"{name!r}: some elements have a {side} bound and others none")
+    return float(end.reshape(-1)[0]) if np.ptp(end) == 0 else end
+
+
+def _interval_initval(lo, hi, draws: np.ndarray) -> np.ndarray:
+    """A start inside ``[lo, hi]`` where the prior puts mass: per element, the median of the
+    public prior draws that fall inside, else the midpoint, else a point near the finite end."""
+    draws = np.asarray(draws, dtype=float)
     shape = draws.shape[1:]
-    if math.isfinite(lo) and math.isfinite(hi):
-        return np.full(shape, 0.5 * (lo + hi))
-    # a robust prior location, moved inside the half-line
-    center = float(np.median(draws))
-    if math.isfinite(lo):
-        value = max(center, lo + max(abs(lo), 1.0))
-    elif math.isfinite(hi):
-        value = min(center, hi - max(abs(hi), 1.0))
-    else:
-        value = center
-    return np.full(shape, value)
+    lo = np.broadcast_to(np.asarray(lo, dtype=float), shape)
+    hi = np.broadcast_to(np.asarray(hi, dtype=float), shape)
+    flat = draws.reshape(len(draws), -1)
+    out = np.empty(flat.shape[1])
+    for j, (a, b) in enumerate(zip(lo.reshape(-1), hi.reshape(-1))):
+        col = flat[:, j]
+        inside = col[(col > a) & (col < b)]
+        if inside.size:
+            value = float(np.median(inside))
+        elif math.isfinite(a) and math.isfinite(b):
+            value = 0.5 * (a + b)
+        else:
+            spread = float(np.subtract(*np.quantile(col, [0.75, 0.25]))) or 1.0
+            value = a + spread if math.isfinite(a) else (b - spread if math.isfinite(b) else float(np.median(col)))
+        out[j] = value
+    if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
+        out = np.clip(out, lo.reshape(-1) + 1e-9 * (hi - lo).reshape(-1), hi.reshape(-1) - 1e-9 * (hi - lo).reshape(-1))
+    out = out.reshape(shape)
+    # ordered vectors: keep the start ordered
+    return out
 
 
 def _start_inside(constraints, ctx) -> dict[str, np.ndarray]:

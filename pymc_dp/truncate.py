@@ -764,15 +764,20 @@ def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorR
         best, point = ctx.cached(ctx.key(factor, "potential_search"), lambda: _search_minimum(L, names, values, ctx))
         if best > share:
             raise Infeasible(factor.name, float(min(best, np.min(values))), certified=False)
-        start = point
+        _, start = ctx.cached(ctx.key(factor, "potential_start", share),
+                              lambda: _search_minimum(L, names, values, ctx, share=share))
     constraint = PotentialConstraint(factor.name, share, tuple(names), evaluate, start)
     return FactorRegion(factor, share, [constraint], "potential", None)
 
 
-def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5) -> tuple[float, dict]:
+def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5, share: float | None = None) -> tuple[float, dict]:
     """Least ``L`` found by Nelder-Mead over the free RVs' unconstrained values (PyMC's value
     transforms), from the ``starts`` best prior draws. A heuristic: it finds a point inside the
-    region, never proves there is none."""
+    region, never proves there is none.
+
+    With ``share``, the point returned is then moved, along the segment towards the prior draw of
+    highest prior density, as far as the constant stays within ``share``: a start where the prior
+    has mass, not at the edge of the region where the minimiser of the constant often lies."""
     model = ctx.model
     rvs = [ctx.free[k] for k in names]
     value_vars = [model.rvs_to_values[rv] for rv in rvs]
@@ -801,7 +806,10 @@ def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5) -> tu
         value = float(fn(*unpack(z)))
         return value if np.isfinite(value) else np.inf
 
-    best_value, best_point = np.inf, None
+    def pack(i):
+        return np.concatenate([np.asarray(fwd(ctx.draws[k][int(i)]), dtype=float).ravel() for fwd, k in zip(forward, names)])
+
+    best_value, best_z = np.inf, None
     for i in np.argsort(values)[:starts]:
         templates = [np.asarray(fwd(ctx.draws[k][int(i)]), dtype=float) for fwd, k in zip(forward, names)]
         z0 = np.concatenate([t.ravel() for t in templates])
@@ -809,9 +817,34 @@ def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5) -> tu
             objective, z0, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 400 * (len(z0) + 1)}
         )
         if res.fun < best_value:
-            best_value = float(res.fun)
-            best_point = {k: np.asarray(bwd(z)) for k, bwd, z in zip(names, backward, unpack(res.x))}
-    return best_value, best_point
+            best_value, best_z = float(res.fun), np.asarray(res.x, dtype=float)
+    if best_z is None:
+        return best_value, None
+    if share is not None and best_value <= share:
+        best_z = _toward_prior(best_z, objective, pack, share, ctx, names)
+    point = {k: np.asarray(bwd(z)) for k, bwd, z in zip(names, backward, unpack(best_z))}
+    return best_value, point
+
+
+def _toward_prior(z_in, objective, pack, share, ctx: RegionContext, names) -> np.ndarray:
+    """The point of the segment from ``z_in`` (inside the region) towards the centre of the prior
+    (the coordinatewise median of the public prior draws, in the unconstrained space) that lies
+    furthest from ``z_in`` while the constant stays within ``share`` (bisection)."""
+    n = len(next(iter(ctx.draws.values())))
+    sample = np.stack([pack(i) for i in range(min(n, 400))])
+    target = np.median(sample, axis=0)
+    if target.shape != z_in.shape:  # pragma: no cover - same variables, same sizes
+        return z_in
+    if objective(target) <= share * (1 - 1e-9):
+        return target
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if objective(z_in + mid * (target - z_in)) <= share * (1 - 1e-9):
+            lo = mid
+        else:
+            hi = mid
+    return z_in + lo * (target - z_in)
 
 
 # --------------------------------------------------------------------------- prior mass

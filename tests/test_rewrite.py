@@ -103,17 +103,33 @@ def test_thin_potential_region_is_found_by_search_and_sampled_inside(a):
         assert np.all(np.log(p.max(axis=1) / p.min(axis=1)) <= bound + 1e-9)
 
 
-def test_infeasible_potential_factor_does_not_claim_a_proof():
+def test_infeasible_factor_claims_a_proof_only_with_a_certified_floor():
     rng = np.random.default_rng(0)
     with pm.Model() as model:
         cd = pm.Data("c", rng.integers(0, 11, 30))
         a = pm.Normal("a", 0, 1)
         b = pm.Normal("b", 0, 1)
-        pm.Poisson("count", mu=pm.math.exp(a + b), observed=cd)  # two free RVs: the potential path
+        pm.Poisson("count", mu=pm.math.exp(a + b), observed=cd)  # two free RVs: the box solver
     with pytest.raises(pymc_dp.BudgetExceededError) as info:
         pymc_dp.make_private(model, epsilon=1.0, draws=1, data={"c": pymc_dp.Integers(0, 10)}, ledger=None)
     message = str(info.value)
-    assert "'count'" in message and "a search, not a proof" in message
-    assert "for every parameter value" not in message
-    # the Poisson constant on Integers(0, 10) is at least 2.86, so about 2 x 2.86 per draw
-    assert "about 5.7" in message
+    # the Poisson constant on Integers(0, 10) is at least 2.86 whatever mu (the rule's proved floor)
+    assert "'count'" in message and "cannot be met" in message and "(proved)" in message
+    assert "at least 5.727" in message
+    # the hint names the largest count cap whose floor fits Delta = 0.5
+    assert "Integers(0, 2)" in message
+
+
+def test_infeasible_without_a_floor_does_not_claim_a_proof():
+    # a mixture of two narrow Normals: its family states no floor, so only a search speaks
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        yd = pm.Data("y", rng.uniform(-1, 1, 20))
+        mu = pm.Normal("mu", 0, 1, shape=2)
+        w = pm.Dirichlet("w", np.ones(2))
+        pm.NormalMixture("obs", w=w, mu=mu, sigma=0.01, observed=yd)
+    with pytest.raises(pymc_dp.BudgetExceededError) as info:
+        pymc_dp.make_private(model, epsilon=1.0, draws=1, data={"y": pymc_dp.Interval(-1, 1)}, ledger=None)
+    message = str(info.value)
+    assert "'obs'" in message and "a search, not a proof" in message
+    assert "cannot be met" not in message and "(proved)" not in message
