@@ -161,11 +161,12 @@ class BoxModel:
             return math.inf
         per_element = np.asarray(per_element, dtype=float)
         if per_element.shape != self.obs_shape:
+            while per_element.ndim > len(self.obs_shape) and per_element.shape[0] == 1:
+                per_element = per_element[0]  # broadcast axes in front
             try:
                 per_element = np.broadcast_to(per_element, self.obs_shape)
-            except ValueError:
-                # an element bound with the parameters' batch shape only (e.g. a softmax row)
-                per_element = np.broadcast_to(per_element.reshape(per_element.shape + (1,) * 0), self.obs_shape)
+            except ValueError:  # shapes this code cannot pair with records: no certificate
+                return math.inf
         if per_element.ndim > 1:
             per_element = per_element.reshape(per_element.shape[0], -1).sum(axis=1)
         value = float(np.max(per_element)) if per_element.size else 0.0
@@ -410,6 +411,8 @@ def solve_box(factor: Factor, share: float, ctx):
     bm, axes = built
     search = ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx))
     result = search.solve(share)
+    if result is None and not math.isfinite(search.min_L):
+        return None  # no box has a finite certified bound: let the Potential solver try
     if result is None:
         floor = certified_floor(factor, ctx)
         if floor is not None and floor > share:

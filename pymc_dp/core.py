@@ -38,7 +38,7 @@ from pymc_dp.sampling import check_backend, run_mcmc
 from pymc_dp.units import Users, check_unit, describe_unit
 from pymc_dp.ledger import Ledger, Spend, fingerprint
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
-from pymc_dp.truncate import RegionContext, prior_mass
+from pymc_dp.truncate import RegionContext, prior_draws, prior_mass
 
 __all__ = ["private", "make_private", "PrivateModel"]
 
@@ -167,9 +167,7 @@ class PrivateModel:
         self._check_record_lengths()
         reads = {f.name: f.reads for f in self.factors}
 
-        draws_ = pm.draw(model.free_RVs, draws=PRIOR_DRAWS, random_seed=PRIOR_SEED) if model.free_RVs else []
-        prior_draws = {rv.name: np.asarray(d) for rv, d in zip(model.free_RVs, draws_)}
-        ctx = RegionContext(model, self.domains, prior_draws)
+        ctx = RegionContext(model, self.domains, prior_draws(model, PRIOR_DRAWS, PRIOR_SEED))
         self._ctx = ctx
 
         self.delta = float(delta)
@@ -198,7 +196,9 @@ class PrivateModel:
         constraints = [c for r in regions.values() for c in r.constraints]
         self._constraints = tuple(constraints)
 
-        factor_exprs = {f.name: f.lipschitz(self.domains) for f in self.factors}
+        # the Lipschitz graphs are needed only by indicator potentials (the fallback solver)
+        walled = {c.factor for c in constraints if hasattr(c, "factor")}
+        factor_exprs = {f.name: ctx.lipschitz(f) for f in self.factors if f.name in walled}
         self.model, self._initvals = rewrite_model(model, constraints, ctx, factor_exprs)
         self._released_names = self._releasable(model)
 

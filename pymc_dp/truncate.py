@@ -168,6 +168,54 @@ class FactorRegion:
     min_lipschitz: float | None = None
 
 
+# --------------------------------------------------------------------------- prior draws
+def prior_draws(model, draws: int, seed: int) -> dict[str, np.ndarray]:
+    """``draws`` public draws of the model's free RVs from their prior, by name.
+
+    When every free RV is a PyTensor ``RandomVariable`` whose parameters are constants (no free
+    RV parent), each is drawn directly by its Op's NumPy sampler in one vectorised call per RV;
+    otherwise PyMC's ``pm.draw`` samples the joint prior ancestrally (one compiled call per draw,
+    seconds for thousands of draws of many RVs). Both depend on the seed, the prior and the
+    shapes only."""
+    import pymc as pm
+    from pytensor.tensor.random.op import RandomVariable
+
+    rvs = list(model.free_RVs)
+    if not rvs:
+        return {}
+    direct = []
+    for rv in rvs:
+        op = rv.owner.op
+        params = _constant_params(rv) if isinstance(op, RandomVariable) else None
+        if params is None:
+            direct = None
+            break
+        direct.append((rv, op, params))
+    if direct is not None:
+        rng = np.random.default_rng(seed)
+        out = {}
+        try:
+            for rv, op, params in direct:
+                shape = tuple(int(v) for v in _shape_of_rv(rv))
+                batch = shape[: len(shape) - op.ndim_supp]  # a sampler's size excludes the support
+                value = np.asarray(op.rng_fn(rng, *params, size=(draws,) + batch))
+                if value.shape != (draws,) + shape:
+                    raise ValueError("shape")
+                out[rv.name] = value
+            return out
+        except Exception:  # an Op whose sampler wants other arguments: the general path
+            pass
+    values = pm.draw(rvs, draws=draws, random_seed=seed)
+    return {rv.name: np.asarray(v) for rv, v in zip(rvs, values)}
+
+
+def _shape_of_rv(rv) -> tuple:
+    shape = tuple(rv.type.shape)
+    if all(s is not None for s in shape):
+        return shape
+    return tuple(pytensor.function([], rv.shape, mode="FAST_COMPILE")())
+
+
 # --------------------------------------------------------------------------- context
 class RegionContext:
     """What the solvers need from the model: free RVs, their supports and prior draws.
@@ -287,13 +335,14 @@ def _grid_for_support(lo: float, hi: float, center: float | None = None, n: int 
     return hi - np.exp(np.linspace(-30, 30, n))[::-1]
 
 
-def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: float):
+def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: float, values: np.ndarray | None = None):
     """``[t_lo, t_hi]`` around the minimiser of f with ``f <= level``; None ends are unbounded.
 
     Returns ``(t_lo, t_hi, f_min)``; ``t_lo is None`` means the set reaches the grid's lower end.
-    Raises ValueError when ``min f > level``.
+    Raises ValueError when ``min f > level``. ``values``: f on the grid, when already known.
     """
-    values = np.array([f(t) for t in grid])
+    if values is None:
+        values = np.array([f(t) for t in grid])
     values = np.where(np.isfinite(values), values, np.inf)
     i = int(np.argmin(values))
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
@@ -387,13 +436,21 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     if not _reads_elementwise(factor, ctx.free[name], ctx):
         return None  # elements of v mix (z[0] - 2 z[1], softmax(z), ...): the all-equal scan would not bound the box
     shape = ctx.shapes[name]
-    fn = ctx.compile_in(L, [name])
-    per_elem = ctx.cached(
-        ctx.key(factor, "per_element"),
-        lambda: factor.lipschitz_per_element(ctx.domains) + pt.zeros_like(factor.observed, dtype="float64"),
-    )
-    fn_elem = ctx.compile_in(per_elem, [name])
     dtype = ctx.free[name].dtype
+    direct = ctx.cached(ctx.key(factor, "numpy_rule", name), lambda: _numpy_rule(factor, name, ctx))
+    if direct is not None:  # the rule in NumPy: no graph to compile for this factor
+        def fn(v):
+            return direct(float(np.asarray(v).reshape(-1)[0]))[0]
+
+        def fn_elem(v):
+            return direct(float(np.asarray(v).reshape(-1)[0]))[1]
+    else:
+        fn = ctx.compile_in(L, [name])
+        per_elem = ctx.cached(
+            ctx.key(factor, "per_element"),
+            lambda: factor.lipschitz_per_element(ctx.domains) + pt.zeros_like(factor.observed, dtype="float64"),
+        )
+        fn_elem = ctx.compile_in(per_elem, [name])
     memo = ctx.cached(ctx.key(factor, "f", name), dict)  # t -> f(t): f does not depend on the share
 
     def f(t):
@@ -403,8 +460,18 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
             value = memo[t] = float(fn(np.full(shape, t, dtype=dtype)))
             return value
 
+    grid = _grid_for_support(lo_s, hi_s)
+
+    def grid_values():
+        if direct is not None:  # the whole grid in one vectorised call
+            values = direct.many(grid)
+            memo.update(zip((float(t) for t in grid), (float(v) for v in values)))
+            return np.asarray(values, dtype=float)
+        return np.array([f(t) for t in grid])
+
+    values = ctx.cached(ctx.key(factor, "grid_values", name), grid_values)  # share-independent
     try:
-        t_lo, t_hi, f_min = _sublevel_interval(f, _grid_for_support(lo_s, hi_s), share)
+        t_lo, t_hi, f_min = _sublevel_interval(f, grid, share, values)
     except ValueError as err:
         raise Infeasible(factor.name, float(err.args[0])) from None
     lower = lo_s if t_lo is None else t_lo
@@ -420,6 +487,8 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         if any(isinstance(form, IndexForm) and form.table is ctx.free[name] for form in _forms(factor)):
             value = max(value, _hull_lipschitz(factor, name, np.float64(max(lo_t, lo_s)), np.float64(min(hi_t, hi_s)), ctx))
         inner = np.linspace(max(lo_t, -1e6), min(hi_t, 1e6), 101)[1:-1] if all(map(math.isfinite, (lo_t, hi_t))) else []
+        if len(inner) and direct is not None:
+            return max(value, float(np.max(direct.many(inner))))
         for t in inner:
             value = max(value, f(t))
         return value
@@ -439,6 +508,90 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         None if not math.isfinite(upper) or upper >= hi_s else float(upper),
     )
     return FactorRegion(factor, share, [constraint], "interval", f_min)
+
+
+def _observed_shape(factor: Factor, ctx: RegionContext) -> tuple[int, ...]:
+    """The observed value's shape: the container's (shapes are public), else computed."""
+    from pymc_dp.predictor import strip_identity
+
+    obs = strip_identity(factor.observed)
+    if hasattr(obs, "get_value"):
+        return tuple(int(v) for v in np.shape(obs.get_value()))
+    return tuple(int(v) for v in ctx.numeric(factor.observed.shape))
+
+
+def _numpy_rule(factor: Factor, name: str, ctx: RegionContext):
+    """``t -> (L, per-element L)`` with every element of free RV ``name`` at ``t``, evaluated by
+    the rule in NumPy, when each parameter is that RV itself (up to casts and broadcasting), a
+    table of it indexed by a private label, an increasing link of these, or a public constant;
+    None otherwise (the caller compiles the rule's PyTensor graph instead).
+
+    The NumPy and PyTensor forms of a rule are one derivation written against two namespaces
+    (``rules._xp``) and are tested equal; this path only skips compiling a graph per factor."""
+    from pymc_dp.factors import LINK_SPACES
+    from pymc_dp.rules import element_lipschitz
+    from pymc_dp.rules._xp import NP as np_xp
+
+    info = factor.info
+    if info is None or factor.observed_container is None:
+        return None
+    makers = []
+    for pname, form in zip(info.param_names, factor.forms):
+        link, space = None, "natural"
+        if isinstance(form, LinkForm):
+            space = LINK_SPACES.get((info.family, pname, form.link)) or "natural"
+            link = None if space != "natural" else form.link
+            form = form.inner
+            if isinstance(form, LinkForm):
+                return None
+        if isinstance(form, PointForm) and _plain_free_rv(form.expr, ctx) == name:
+            makers.append((link, space, None))
+        elif isinstance(form, IndexForm) and _plain_free_rv(form.table, ctx) == name:
+            makers.append((link, space, None))
+        elif isinstance(form, PointForm) and not ctx.free_rvs_of(form.expr):
+            if link is not None or space != "natural":
+                return None
+            makers.append((None, "natural", ctx.numeric(form.expr)))
+        else:
+            return None
+    domain = ctx.domains[factor.observed_container]
+    obs_shape = _observed_shape(factor, ctx)
+    links = {"sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "exp": np.exp, "log": np.log,
+             "softplus": lambda x: np.logaddexp(0.0, x), "tanh": np.tanh}
+
+    ndim = len(obs_shape)
+
+    def evaluate(ts: np.ndarray):
+        """Per-element constants for every ``t`` in ``ts``: shape ``(len(ts),) + obs_shape``."""
+        params = []
+        lead = ts.reshape((-1,) + (1,) * ndim)
+        for link, space, const in makers:
+            if const is not None:
+                params.append(Bounds.point(np.asarray(const, dtype=float)[None]))
+                continue
+            value = lead
+            if link is not None:
+                with np.errstate(all="ignore"):
+                    value = links[link](value)
+            params.append(Bounds(value, value, space=space))
+        with np.errstate(all="ignore"):
+            per = np.asarray(element_lipschitz(factor.op, domain, tuple(params), np_xp), dtype=float)
+        return np.broadcast_to(per, (len(ts),) + obs_shape)
+
+    def records(per: np.ndarray) -> np.ndarray:
+        """Per-record constants' maximum, for each leading entry."""
+        k = per.shape[0]
+        if per.ndim > 2:
+            per = per.reshape(k, per.shape[1], -1).sum(axis=2)
+        out = per.reshape(k, -1).max(axis=1) if per.ndim > 1 and per.shape[1] else per.reshape(k, -1).max(axis=1)
+        return np.where(np.isnan(out), np.inf, out)
+
+    def rule(t: float):
+        per = evaluate(np.asarray([t], dtype=float))
+        return float(records(per)[0]), per[0]
+
+    rule.many = lambda ts: records(evaluate(np.asarray(ts, dtype=float)))
+    return rule
 
 
 def _hull_lipschitz(factor: Factor, name: str, lo: np.float64, hi: np.float64, ctx: RegionContext) -> float:
@@ -844,7 +997,8 @@ def _toward_prior(z_in, objective, pack, share, ctx: RegionContext, names) -> np
             lo = mid
         else:
             hi = mid
-    return z_in + lo * (target - z_in)
+    # halfway to the edge: towards the prior's mass, away from the wall a sampler must not cross
+    return z_in + 0.5 * lo * (target - z_in)
 
 
 # --------------------------------------------------------------------------- prior mass
@@ -919,10 +1073,63 @@ def exact_log_mass(constraints, ctx) -> float | None:
         return float(sum(float(np.sum(np.log(value))) if kind == "elements" else math.log(value) if value > 0 else -math.inf for kind, value in pieces))
 
 
+def _constant_params(rv) -> list[np.ndarray] | None:
+    """The values of ``rv``'s distribution parameters when all are constants (None otherwise)."""
+    from pytensor.graph.basic import Constant
+
+    from pymc_dp.predictor import strip_identity
+
+    out = []
+    for p in rv.owner.op.dist_params(rv.owner):
+        p = strip_identity(p)
+        while p.owner is not None and isinstance(p.owner.op, DimShuffle) and p.owner.op.is_expand_dims:
+            p = strip_identity(p.owner.inputs[0])
+        if not isinstance(p, Constant):
+            return None
+        out.append(np.asarray(p.data, dtype=float))
+    return out
+
+
+#: RV Op name -> its SciPy distribution from the Op's dist_params (PyTensor's parametrisations)
+_SCIPY = {
+    "NormalRV": lambda mu, sigma: stats.norm(mu, sigma),
+    "HalfNormalRV": lambda loc, scale: stats.halfnorm(loc, scale),
+    "BetaRV": lambda a, b: stats.beta(a, b),
+    "ExponentialRV": lambda scale: stats.expon(scale=scale),
+    "GammaRV": lambda shape, scale: stats.gamma(shape, scale=scale),
+    "HalfCauchyRV": lambda loc, scale: stats.halfcauchy(loc, scale),
+    "CauchyRV": lambda loc, scale: stats.cauchy(loc, scale),
+    "StudentTRV": lambda nu, mu, sigma: stats.t(nu, mu, sigma),
+    "LogNormalRV": lambda mu, sigma: stats.lognorm(s=sigma, scale=np.exp(mu)),
+    "LaplaceRV": lambda mu, b: stats.laplace(mu, b),
+    "UniformRV": lambda lo, hi: stats.uniform(lo, hi - lo),
+}
+
+
+def _scipy_logcdf(rv):
+    """``value -> log CDF`` from SciPy for a root RV of a common family with constant parameters
+    (no PyTensor function to compile), else None."""
+    make = _SCIPY.get(type(rv.owner.op).__name__)
+    params = _constant_params(rv) if make is not None else None
+    if params is None:
+        return None
+    try:
+        dist = make(*params)
+    except Exception:  # pragma: no cover - a parametrisation SciPy refuses: use PyMC's
+        return None
+    return lambda value: np.asarray(dist.logcdf(value), dtype=float)
+
+
 def _logcdf(rv, name: str, value: float, shape, ctx) -> np.ndarray:
-    """``pm.logcdf(rv, np.full(shape, value)).eval()``; with a cache, compiled once per RV."""
+    """``pm.logcdf(rv, np.full(shape, value)).eval()``; with a cache, compiled once per RV.
+
+    Root RVs of common families with constant parameters use SciPy's log CDF instead (both with
+    and without a cache, so that the two agree bit for bit): nothing to compile."""
     import pymc as pm
 
+    direct = ctx.cached(("scipy_logcdf", name), lambda: _scipy_logcdf(rv))
+    if direct is not None:
+        return np.broadcast_to(direct(np.full(shape, value)), shape)
     if not ctx.cache:
         return pm.logcdf(rv, np.full(shape, value)).eval()
 

@@ -11,7 +11,7 @@ import pymc as pm
 
 import pymc_dp
 from pymc_dp.factors import find_factors
-from pymc_dp.truncate import RegionContext
+from pymc_dp.truncate import RegionContext, prior_draws
 
 #: as in pymc_dp.core (public seed, number of prior draws)
 PRIOR_SEED = 20140901
@@ -154,6 +154,4 @@ def setup(model, domains, *, cache=True, draws=PRIOR_DRAWS):
     """The private factors and a RegionContext, as PrivateModel builds them."""
     private = {v: v.name for v in model.data_vars if v.name in domains}
     factors = [f for f in find_factors(model, private, domains) if f.is_private]
-    values = pm.draw(model.free_RVs, draws=draws, random_seed=PRIOR_SEED)
-    prior = {rv.name: np.asarray(v) for rv, v in zip(model.free_RVs, values)}
-    return factors, RegionContext(model, domains, prior, cache=cache)
+    return factors, RegionContext(model, domains, prior_draws(model, draws, PRIOR_SEED), cache=cache)
