@@ -165,6 +165,7 @@ class PrivateModel:
                 "nothing to make private. Check that observed= and the parameters use the pm.Data containers."
             )
         self._check_record_lengths()
+        self._check_lagged_copies()
         reads = {f.name: f.reads for f in self.factors}
 
         ctx = RegionContext(model, self.domains, prior_draws(model, PRIOR_DRAWS, PRIOR_SEED))
@@ -347,6 +348,16 @@ class PrivateModel:
             )
         if isinstance(self.unit, Users) and lengths:
             self.unit.check_rows(next(iter(lengths.values())))
+
+    def _check_lagged_copies(self):
+        """Refuse one time series entered twice as shifted private containers (``y`` and
+        ``y_lag``): one observation would sit in two rows that the unit counts as independent.
+        A check of the data the analyst holds, before anything runs; refusing reveals no more
+        than the analyst already sees."""
+        from pymc_dp.rules.timeseries import refuse_lagged_copies
+
+        values = {v.name: np.asarray(v.get_value()) for v in self._private_vars}
+        refuse_lagged_copies(values, self.unit, min_overlap=20, min_distinct=3)
 
     def _split(self, ctx, eps0: float, split: str) -> BudgetSplit:
         """Per-factor shares of ``Delta = eps0 / 2`` and the regions they give (DESIGN.md 5.2).

@@ -41,7 +41,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 
 from pymc_dp.domains import Ball, Box, Domain, Integers
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
-from pymc_dp.predictor import NotAPredictor, Predictor, analyse, strip_identity
+from pymc_dp.predictor import NotAPredictor, Predictor, analyse, strip_identity, value_ancestors
 from pymc_dp.rules import PT, Bounds, Nested, element_lipschitz, rule_info
 from pymc_dp.rules.base import RuleInfo
 
@@ -272,8 +272,9 @@ class Factor:
 
 # --------------------------------------------------------------------------- analysis
 def private_ancestors(var: Variable, private: dict[Variable, str]) -> list[str]:
-    """Names of the private containers ``var`` depends on, in a stable order."""
-    found = {private[a] for a in ancestors([var]) if a in private}
+    """Names of the private containers whose values ``var`` depends on, in a stable order
+    (a dependence through their shapes only, which are public, does not count)."""
+    found = {private[a] for a in value_ancestors([var]) if a in private}
     return sorted(found)
 
 
@@ -294,11 +295,13 @@ def _strip_expand_dims(var: Variable) -> Variable:
 
 
 class _Analyzer:
-    def __init__(self, factor_name: str, private: dict[Variable, str], domains: dict[str, Domain]):
+    def __init__(self, factor_name: str, private: dict[Variable, str], domains: dict[str, Domain], model_rvs=()):
         self.factor_name = factor_name
         self.private = private
         self.domains = domains
         self._record_shapes = None
+        #: the model's own RVs: as parameters they are values, not component distributions
+        self.model_rvs = set(model_rvs)
 
     @property
     def record_shapes(self) -> dict[str, tuple]:
@@ -550,7 +553,7 @@ def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str, pa
     forms = []
     for pname, param in zip(info.param_names, params):
         reads = private_ancestors(param, analyzer.private)
-        if _is_rv_node(param) and not isinstance(param.owner.op, type(op)):
+        if _is_rv_node(param) and param not in analyzer.model_rvs and not isinstance(param.owner.op, type(op)):
             sub = param.owner
             sub_info = rule_info(sub.op)
             if sub_info is None:
@@ -561,6 +564,13 @@ def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str, pa
             forms.append(NestedForm(sub.op, sub, _family_forms(analyzer, sub.op, sub, sub_info, name)))
             continue
         if not reads:
+            if any(a in analyzer.private for a in ancestors([param])):
+                # it reads the private data's shapes only (public, fixed for the certificate):
+                # its value, as a constant the rules can read
+                import pytensor
+
+                value = pytensor.function([], param, mode="FAST_COMPILE", on_unused_input="ignore")()
+                param = pt.constant(np.asarray(value), dtype=param.dtype)
             forms.append(PointForm(param))
             continue
         if pname not in info.range_params:
@@ -709,7 +719,7 @@ def find_factors(model, private: dict[Variable, str], domains: dict[str, Domain]
                     f"{domains[obs_container]} is a row domain; observed data need an elementwise "
                     "domain (Interval, Integers, Binary)."
                 )
-        analyzer = _Analyzer(rv.name, private, domains)
+        analyzer = _Analyzer(rv.name, private, domains, list(model.free_RVs) + list(model.observed_RVs))
         forms = _family_forms(analyzer, op, node, info, rv.name)
         _check_alignment(rv.name, op, forms, observed)
         factors.append(Factor(rv.name, rv, info, tuple(reads), obs_container, forms, observed))

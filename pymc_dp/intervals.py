@@ -230,8 +230,10 @@ class BoxEvaluator:
         rv_of = {rv: name for name, rv in self.free.items()}
         forbidden = set(forbidden)
         blockers = list(self.free.values())
+        from pymc_dp.predictor import value_ancestors
+
         reached = set(ancestors(self.outputs, blockers=blockers))
-        if reached & forbidden:
+        if value_ancestors(self.outputs, blockers=blockers) & forbidden:
             raise UnsupportedExpression("the expression reads private data")
         self.inputs = [name for name, rv in self.free.items() if rv in reached]
         depends = set()

@@ -60,11 +60,35 @@ from pytensor.tensor.subtensor import (
 from pymc_dp.domains import Ball, Box, Domain, Integers, Interval
 from pymc_dp.exceptions import UnsupportedFactorError
 
-__all__ = ["Predictor", "LinearTerm", "Block", "analyse", "strip_identity", "NotAPredictor"]
+__all__ = ["Predictor", "LinearTerm", "Block", "analyse", "strip_identity", "NotAPredictor", "value_ancestors"]
 
 
 class NotAPredictor(UnsupportedFactorError):
     """The expression reads private data in a way the predictor analysis does not cover."""
+
+
+# --------------------------------------------------------------------------- reading values
+def value_ancestors(outputs, blockers=()) -> set:
+    """The variables whose *values* ``outputs`` depend on: ancestors, except through the shape
+    operations (``x.shape``, ``x.shape[0]``), whose result depends on ``x``'s shape only. The
+    shapes of the private data are public (the certificate depends on them), their values are not.
+    """
+    from pytensor.tensor.shape import Shape, Shape_i
+
+    seen: set = set()
+    stack = list(outputs)
+    blockers = set(blockers)
+    while stack:
+        var = stack.pop()
+        if var in seen:
+            continue
+        seen.add(var)
+        if var in blockers or var.owner is None:
+            continue
+        if isinstance(var.owner.op, (Shape, Shape_i)):
+            continue
+        stack.extend(var.owner.inputs)
+    return seen
 
 
 # --------------------------------------------------------------------------- identity ops

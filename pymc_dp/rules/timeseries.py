@@ -750,7 +750,9 @@ element_lipschitz.register(RandomWalkRV)(_random_walk_refusal)
 # --------------------------------------------------------------------------- lagged copies
 
 
-def detect_lagged_copies(values: dict[str, np.ndarray], max_lag: int = 10) -> list[tuple[str, str, int]]:
+def detect_lagged_copies(
+    values: dict[str, np.ndarray], max_lag: int = 10, min_overlap: int = 2, min_distinct: int = 1
+) -> list[tuple[str, str, int]]:
     """Pairs of 1-D containers of equal length where one is a lagged copy of the other.
 
     Returns every ``(a, b, k)`` with ``a != b``, ``1 <= k <= max_lag`` and ``values[a][k:] ==
@@ -758,11 +760,13 @@ def detect_lagged_copies(values: dict[str, np.ndarray], max_lag: int = 10) -> li
     ``y = s[1:]`` and ``y_lag = s[:-1]`` that is ``("y_lag", "y", 1)``), with at least two
     overlapping values (a single equal value is no evidence). A time series entered as two containers puts one
     observation in two rows, which a row-independent unit (``"record"``) would not see.
+    ``min_overlap`` and ``min_distinct`` make a coincidence unlikely (short or binary columns can
+    match by chance): at least that many overlapping values, and that many distinct values.
     """
     arrays = {}
     for name, v in values.items():
         arr = np.asarray(v)
-        if arr.ndim == 1 and arr.dtype.kind in "biuf":
+        if arr.ndim == 1 and arr.dtype.kind in "biuf" and len(np.unique(arr)) >= min_distinct:
             arrays[name] = arr
     out = []
     names = sorted(arrays)
@@ -774,13 +778,15 @@ def detect_lagged_copies(values: dict[str, np.ndarray], max_lag: int = 10) -> li
             n = len(x)
             if len(y) != n:
                 continue
-            for k in range(1, min(int(max_lag), n - 2) + 1):
+            for k in range(1, min(int(max_lag), n - max(2, int(min_overlap))) + 1):
                 if np.array_equal(x[k:], y[:-k]):
                     out.append((na, nb, k))
     return out
 
 
-def refuse_lagged_copies(values: dict[str, np.ndarray], unit: Any = "record", max_lag: int = 10) -> None:
+def refuse_lagged_copies(
+    values: dict[str, np.ndarray], unit: Any = "record", max_lag: int = 10, min_overlap: int = 2, min_distinct: int = 1
+) -> None:
     """Raise :class:`UnsupportedFactorError` when private containers hold lagged copies of one
     series and the unit treats rows as independent.
 
@@ -790,7 +796,7 @@ def refuse_lagged_copies(values: dict[str, np.ndarray], unit: Any = "record", ma
     and ``t + k`` always belong to the same user (checked); ``Users(max_rows=m)`` cannot be
     checked and is refused.
     """
-    pairs = detect_lagged_copies(values, max_lag)
+    pairs = detect_lagged_copies(values, max_lag, min_overlap, min_distinct)
     if not pairs:
         return
     ids = getattr(unit, "ids", None)
