@@ -28,6 +28,7 @@ is centred at the point of least constant found by a search (reported as such).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -200,6 +201,9 @@ class _Axis:
     shift: float = 0.0  # the box's centre, in prior spreads from the median
     #: never truncated (a simplex, a correlation matrix): always its whole support's hull
     fixed: bool = False
+    #: for an RV split into its elements: this axis's element (flat index) and the RV's shape
+    element: int | None = None
+    rv_shape: tuple = ()
 
     def at(self, shift: float) -> np.ndarray:
         """The point ``shift`` prior spreads away from the median, inside the support."""
@@ -226,6 +230,48 @@ class _Axis:
         if self.open_hi:
             hi = np.full(self.shape, hi_s)
         return lo, hi
+
+
+#: a vector RV with at most this many elements, not exchangeable or read by position (coefficients
+#: b[0], b[1], ... of different columns), gets one axis per element: its own centre and width
+_SPLIT_MAX = 8
+
+
+def _axes(name: str, ctx, cutpoints: set) -> list[_Axis] | None:
+    """The search axes of free RV ``name``: one for the whole RV, or one per element.
+
+    An ordered vector is split only when it holds ordered cutpoints (their region rule asks for
+    disjoint increasing boxes, which an elementwise interval keeps ordered); otherwise it keeps
+    one interval for all its elements, which an increasing map keeps ordered."""
+    ax = _axis(name, ctx)
+    if ax is None or ax.fixed:
+        return None if ax is None else [ax]
+    size = int(np.prod(ax.shape)) if ax.shape else 1
+    ordered = type(ctx.model.rvs_to_transforms.get(ctx.free[name])).__name__ == "Ordered"
+    if not (2 <= size <= _SPLIT_MAX) or (ordered and name not in cutpoints):
+        return [ax]
+    draws = np.asarray(ctx.draws[name], dtype=float).reshape(len(ctx.draws[name]), -1)
+    q = np.quantile(draws, [0.158655, 0.5, 0.841345], axis=0)
+    out = []
+    for i in range(size):
+        out.append(_Axis(name, (), np.asarray(q[1, i]), np.asarray(max(q[1, i] - q[0, i], 1e-12)),
+                         np.asarray(max(q[2, i] - q[1, i], 1e-12)), ax.support, False, element=i, rv_shape=ax.shape))
+    return out
+
+
+def _assemble(pairs) -> dict:
+    """``name -> (lo, hi)`` arrays from ``(axis, (lo, hi))`` pairs (element axes filled in)."""
+    box: dict = {}
+    for ax, (lo, hi) in pairs:
+        if ax.element is None:
+            box[ax.name] = (lo, hi)
+            continue
+        if ax.name not in box:
+            box[ax.name] = (np.full(ax.rv_shape, np.nan), np.full(ax.rv_shape, np.nan))
+        blo, bhi = box[ax.name]
+        blo.reshape(-1)[ax.element] = float(np.asarray(lo).reshape(-1)[0])
+        bhi.reshape(-1)[ax.element] = float(np.asarray(hi).reshape(-1)[0])
+    return box
 
 
 def _axis(name: str, ctx) -> _Axis | None:
@@ -400,10 +446,15 @@ def solve_box(factor: Factor, share: float, ctx):
             bm = BoxModel(factor, ctx)
         except (_Unsupported, NoRegionRule):
             return None
-        axes = [_axis(n, ctx) for n in bm.vars]
-        if any(a is None for a in axes):
+        cutpoints = set()
+        for form in factor.forms:
+            if isinstance(form, SpaceForm) and form.space.startswith("ordered"):
+                for e in form.extra:
+                    cutpoints.update(ctx.free_rvs_of(e))
+        groups = [_axes(n, ctx, cutpoints) for n in bm.vars]
+        if any(g is None for g in groups):
             return None
-        return bm, axes
+        return bm, [a for g in groups for a in g]
 
     built = ctx.cached(ctx.key(factor, "box"), build)
     if built is None:
@@ -421,9 +472,11 @@ def solve_box(factor: Factor, share: float, ctx):
     box, L = result
     constraints = []
     for ax in axes:
-        if ax.fixed:
+        if ax.fixed or (ax.element is not None and ax.element > 0):  # one constraint per RV
             continue
         lo, hi = box[ax.name]
+        if ax.element is not None:
+            ax = dataclasses.replace(ax, uniform=False)
         lo_s, hi_s = ax.support
         has_lo = bool(np.any(lo > lo_s))
         has_hi = bool(np.any(hi < hi_s))
@@ -483,9 +536,9 @@ class _Search:
         self._open_sides()
 
     def _point_L(self, shifts) -> float:
-        box = {ax.name: (ax.at(float(c)), ax.at(float(c))) for ax, c in zip(self.moving, shifts)}
-        box.update({ax.name: ax.interval(math.inf) for ax in self.axes if ax.fixed})
-        return self.bm.region_L(box)
+        pairs = [(ax, (ax.at(float(c)), ax.at(float(c)))) for ax, c in zip(self.moving, shifts)]
+        pairs += [(ax, ax.interval(math.inf)) for ax in self.axes if ax.fixed]
+        return self.bm.region_L(_assemble(pairs))
 
     def best_shift(self) -> np.ndarray:
         """The centre (in prior spreads from the median) with the least constant a search finds."""
@@ -498,8 +551,9 @@ class _Search:
                 v0 = f(c0)
                 if v0 < best:
                     best_c, best = c0, v0
+            simplex = np.vstack([best_c, best_c + np.eye(k)])  # unit steps: scipy's default is 5% of x0 (0 here)
             res = optimize.minimize(f, best_c, method="Nelder-Mead",
-                                    options={"maxfev": 100 + 50 * k, "xatol": 1e-3, "fatol": 1e-9})
+                                    options={"maxfev": 100 + 50 * k, "xatol": 1e-3, "fatol": 1e-9, "initial_simplex": simplex})
             if res.fun < best:
                 best_c, best = np.clip(res.x, -40.0, 40.0), float(res.fun)
             self._best_shift = best_c
@@ -509,7 +563,7 @@ class _Search:
     def box(self, t) -> dict:
         """The box with widths ``t`` (one per free axis; fixed axes are their whole hull)."""
         t = iter(np.atleast_1d(t))
-        return {ax.name: ax.interval(math.inf if ax.fixed else float(next(t))) for ax in self.axes}
+        return _assemble((ax, ax.interval(math.inf if ax.fixed else float(next(t)))) for ax in self.axes)
 
     def L(self, t) -> float:
         key = tuple(float(x) for x in np.atleast_1d(t))

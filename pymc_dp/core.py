@@ -316,8 +316,12 @@ class PrivateModel:
             found = private_ancestors(rv, private)
             if found:
                 raise UnsupportedFactorError(
-                    f"free RV {rv.name!r} depends on private data {found} (in its parameters or "
-                    "shape). A prior must not read private data: use public sizes and constants."
+                    f"free RV {rv.name!r} has a prior that reads the private data {found}: every record "
+                    "then moves the prior itself (a Gaussian-process latent whose covariance is computed "
+                    "from all rows of X is the common case), so no per-record constant bounds what one "
+                    "record changes, and pymc_dp cannot certify it. A prior must read only parameters and "
+                    "public data: compute the GP on public inputs (or a public grid), or model the private "
+                    "covariates through a likelihood factor."
                 )
             through_observed(rv, f"free RV {rv.name!r}")
         for pot in model.potentials:

@@ -564,7 +564,10 @@ def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str, pa
             forms.append(NestedForm(sub.op, sub, _family_forms(analyzer, sub.op, sub, sub_info, name)))
             continue
         if not reads:
-            if any(a in analyzer.private for a in ancestors([param])):
+            anc = ancestors([param])
+            if any(a in analyzer.private for a in anc) and not any(
+                a.owner is not None and _is_rv_node(a) for a in anc
+            ):
                 # it reads the private data's shapes only (public, fixed for the certificate):
                 # its value, as a constant the rules can read
                 import pytensor
@@ -741,8 +744,13 @@ def _check_alignment(name, op, forms, observed):
     ndims = getattr(op, "ndims_params", None) or (0,) * len(forms)
     for form, core in zip(forms, ndims):
         for pred in _predictors(form):
-            extra = 1 if isinstance(form, SpaceForm) and form.space == "softmax" else 0
-            target = observed.ndim + (core or 0) + extra
+            space = form.space if isinstance(form, SpaceForm) else None
+            if space == "softmax":  # pairwise differences: (records, K, K)
+                target = observed.ndim + (core or 0) + 1
+            elif space in ("ordered-logistic", "ordered-probit"):  # eta: one value per record
+                target = observed.ndim
+            else:
+                target = observed.ndim + (core or 0)
             if pred.rax + (target - pred.ndim) != 0:
                 raise UnsupportedFactorError(
                     f"factor {name!r}: a parameter's element i does not read record i of the private "

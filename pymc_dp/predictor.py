@@ -322,10 +322,10 @@ class _Reader:
         self.record_shapes = record_shapes
 
     def reads_private(self, var: Variable) -> bool:
-        return any(a in self.private for a in ancestors([var]))
+        return any(a in self.private for a in value_ancestors([var]))
 
     def refuse(self, var: Variable, why: str):
-        found = sorted({self.private[a] for a in ancestors([var]) if a in self.private})
+        found = sorted({self.private[a] for a in value_ancestors([var]) if a in self.private})
         raise NotAPredictor(f"reads private data {found} through {why}")
 
     def read(self, var: Variable) -> Predictor | None:
@@ -353,6 +353,11 @@ class _Reader:
             return self._sum(var, node)
         if isinstance(op, CAReduce):
             self.refuse(var, f"a reduction ({_op_words(op)})")
+        core = op.core_op if isinstance(op, Blockwise) else op
+        if type(core).__module__.startswith(("pytensor.tensor.slinalg", "pytensor.tensor.nlinalg", "pytensor.tensor.linalg")):
+            self.refuse(var, f"a matrix computation over the records ({_op_words(core)}), such as a Gaussian-process "
+                        "covariance computed from all rows of X: every element then depends on every record, and no "
+                        "per-record constant exists (give the GP public inputs)")
         self.refuse(var, _op_words(op))
 
     # ---------------------------------------------------------------- leaves

@@ -155,17 +155,36 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         rv, value, *dims = node.inputs
         new_value = rv.type()
         new_value.name = f"{name}_interval__"
-        transform = Interval(lower=_interval_end(lo, name, "lower"), upper=_interval_end(hi, name, "upper"))
+        lower, upper = _interval_end(lo, name, "lower"), _interval_end(hi, name, "upper")
+        if np.ndim(lower) or np.ndim(upper):  # per-element bounds: PyMC takes them through bounds_fn
+            lower_c = None if lower is None else pt.constant(np.asarray(lower, dtype="float64"))
+            upper_c = None if upper is None else pt.constant(np.asarray(upper, dtype="float64"))
+            transform = Interval(bounds_fn=lambda *_, lo_=lower_c, hi_=upper_c: (lo_, hi_))
+        else:
+            transform = Interval(lower=lower, upper=upper)
         if type(model.rvs_to_transforms.get(model[name])).__name__ == "Ordered":
-            # keep the order: an elementwise increasing map of an ordered vector stays ordered
-            from pymc.distributions.transforms import ordered
-            from pymc.logprob.transforms import ChainedTransform
+            lo_f, hi_f = np.broadcast_to(lo, ctx.shapes[name]).reshape(-1), np.broadcast_to(hi, ctx.shapes[name]).reshape(-1)
+            if np.all(hi_f[:-1] <= lo_f[1:]):
+                # disjoint increasing boxes: every point of their product is ordered, so the
+                # elementwise interval alone has the ordered prior's support restricted to them
+                start = _interval_initval(lo, hi, ctx.draws[name])
+                initvals[name] = _strictly_increasing(start, lo, hi)
+            elif np.all(lo_f == lo_f[0]) and np.all(hi_f == hi_f[0]):
+                # one interval for every element: an increasing elementwise map keeps the order
+                from pymc.distributions.transforms import ordered
+                from pymc.logprob.transforms import ChainedTransform
 
-            transform = ChainedTransform([transform, ordered])
-            start = _interval_initval(lo, hi, ctx.draws[name])
-            initvals[name] = _strictly_increasing(start, lo, hi)
+                transform = ChainedTransform([transform, ordered])
+                start = _interval_initval(lo, hi, ctx.draws[name])
+                initvals[name] = _strictly_increasing(start, lo, hi)
+            else:
+                raise NotImplementedError(
+                    f"{name!r} is an ordered vector whose elementwise truncation boxes overlap and differ; "
+                    "pymc_dp cannot keep both the order and the boxes in one transform"
+                )
         else:
             initvals[name] = _interval_initval(lo, hi, ctx.draws[name])
+        new_value.name = f"{name}_{transform.name}__"  # as PyMC names value variables
         replacements.append((node.outputs[0], model_free_rv(rv, new_value, transform, *dims)))
 
     for name, ball in balls.items():
