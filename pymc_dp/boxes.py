@@ -541,12 +541,22 @@ class _Search:
         return self.bm.region_L(_assemble(pairs))
 
     def best_shift(self) -> np.ndarray:
-        """The centre (in prior spreads from the median) with the least constant a search finds."""
+        """The centre (in prior spreads from the median) with the least constant a search finds.
+
+        Candidates: a Nelder-Mead search of the per-parameter constant in the model's own
+        unconstrained space (PyMC's value transforms keep orders and supports, which a search in
+        the axes' space breaks: ordered cutpoints), from the best public prior draws; and a
+        Nelder-Mead search over the axes' shifts from the median and a few coordinate starts.
+        The best is polished by Powell's line searches (a constant that needs one coefficient at
+        1e-4 of its prior spread, as a cost in dollars times a utility weight, is found)."""
         if self._best_shift is None:
             k = len(self.moving)
             f = lambda c: self._point_L(np.clip(c, -40.0, 40.0))
             best_c, best = np.zeros(k), self.median_L
-            starts = [np.zeros(k)] + [s * np.eye(k)[i] for i in range(k) for s in (-6.0, 6.0, 20.0)]
+            starts = [s * np.eye(k)[i] for i in range(k) for s in (-6.0, 6.0, 20.0)]
+            model_c = self._model_space_minimum()
+            if model_c is not None:
+                starts.insert(0, model_c)
             for c0 in starts:
                 v0 = f(c0)
                 if v0 < best:
@@ -556,9 +566,105 @@ class _Search:
                                     options={"maxfev": 100 + 50 * k, "xatol": 1e-3, "fatol": 1e-9, "initial_simplex": simplex})
             if res.fun < best:
                 best_c, best = np.clip(res.x, -40.0, 40.0), float(res.fun)
+            with np.errstate(all="ignore"):
+                res = optimize.minimize(f, best_c, method="Powell",
+                                        options={"maxfev": 200 + 100 * k, "xtol": 1e-10, "ftol": 1e-12})
+            if np.isfinite(res.fun) and res.fun < best:
+                best_c, best = np.clip(res.x, -40.0, 40.0), float(res.fun)
             self._best_shift = best_c
             self.min_L = min(self.min_L, best)
         return self._best_shift
+
+    def _closest_centre(self, far: np.ndarray, share: float) -> np.ndarray:
+        """On the segment from the median (shift 0) to ``far`` (a point of least constant), the
+        point nearest the median whose constant leaves room for a box: at most half the way from
+        the least constant to the share. A minimiser of the constant can lie in a degenerate
+        corner of the prior (a negative binomial whose mean is e^200, flat over the counts);
+        the box's mass is larger near the median."""
+        target = self.min_L + 0.5 * (share - self.min_L)
+        lo, hi = 0.0, 1.0
+        if self._point_L(far) > target:
+            return far
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            if self._point_L(mid * far) <= target:
+                hi = mid
+            else:
+                lo = mid
+        return hi * far
+
+    def _neutral_point(self, names) -> dict | None:
+        """A parameter value where linear predictors are constant and ordered categories equally
+        likely: every free RV whose support holds 0 at 0 (coefficients, intercepts, utilities),
+        ordered cutpoints at the quantiles ``k/K`` of their link (logit, or probit with its
+        sigma), other RVs at their prior median. Public, like the prior. Local searches miss this
+        point when the constant is a maximum of many terms (ordered logistic, softmax)."""
+        ctx = self.ctx
+        point = {}
+        cut_quantiles = {}
+        for form in self.bm.factor.forms:
+            if isinstance(form, SpaceForm) and form.space.startswith("ordered") and form.extra:
+                for var in ctx.free_rvs_of(form.extra[0]):
+                    K = int(np.prod(ctx.shapes[var])) + 1
+                    q = np.arange(1, K) / K
+                    if form.space == "ordered-logistic":
+                        cut_quantiles[var] = np.log(q / (1 - q))
+                    else:
+                        from scipy.special import ndtri
+
+                        sigma = 1.0
+                        if len(form.extra) > 1 and not ctx.free_rvs_of(form.extra[1]):
+                            sigma = float(np.mean(ctx.numeric(form.extra[1])))
+                        cut_quantiles[var] = sigma * ndtri(q)
+        for k in names:
+            shape = ctx.shapes[k]
+            if k in cut_quantiles:
+                point[k] = np.reshape(cut_quantiles[k], shape)
+                continue
+            lo_s, hi_s = ctx.support(k)
+            if math.isnan(lo_s):
+                return None
+            if lo_s < 0 < hi_s:
+                point[k] = np.zeros(shape)
+            else:
+                point[k] = np.median(np.asarray(ctx.draws[k], dtype=float), axis=0)
+        return point
+
+    def _model_space_minimum(self) -> np.ndarray | None:
+        """The shifts of the point where the factor's per-parameter constant is least, searched in
+        the model's unconstrained space (see :meth:`best_shift`); None when it cannot be run."""
+        from pymc_dp.truncate import _search_minimum
+
+        ctx = self.ctx
+        try:
+            L = ctx.lipschitz(self.bm.factor)
+            names = ctx.free_rvs_of(L)
+            if not names or set(names) - {ax.name for ax in self.axes}:
+                return None
+            fn = ctx.compile_in(L, names)
+            n = min(len(next(iter(ctx.draws.values()))), 200)
+            values = np.array([float(fn(*(ctx.draws[k][i] for k in names))) for i in range(n)])
+            values = np.where(np.isfinite(values), values, np.inf)
+            best, point = _search_minimum(L, names, values, ctx, starts=3)
+        except Exception:  # a search that cannot run leaves the other candidates
+            return None
+        neutral = self._neutral_point(names)
+        if neutral is not None:
+            try:
+                value = float(fn(*(np.asarray(neutral[k], dtype=ctx.free[k].dtype) for k in names)))
+            except Exception:
+                value = math.inf
+            if np.isfinite(value) and (point is None or not np.isfinite(best) or value < best):
+                best, point = value, neutral
+        if point is None or not np.isfinite(best):
+            return None
+        shifts = []
+        for ax in self.moving:
+            x = np.asarray(point.get(ax.name, ax.centre), dtype=float)
+            x = x.reshape(-1)[ax.element] if ax.element is not None else x
+            step = np.where(x >= ax.centre, ax.up, ax.down)
+            shifts.append(float(np.mean((x - ax.centre) / step)))
+        return np.clip(np.array(shifts), -40.0, 40.0)
 
     def box(self, t) -> dict:
         """The box with widths ``t`` (one per free axis; fixed axes are their whole hull)."""
@@ -619,6 +725,7 @@ class _Search:
             shifts = self.best_shift()
             if self.min_L > share:
                 return None
+            shifts = self._closest_centre(shifts, share)
         if any(ax.shift != c for ax, c in zip(self.moving, shifts)):
             for ax, c in zip(self.moving, shifts):
                 ax.shift = float(c)

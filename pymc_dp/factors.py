@@ -563,6 +563,14 @@ def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str, pa
                 )
             forms.append(NestedForm(sub.op, sub, _family_forms(analyzer, sub.op, sub, sub_info, name)))
             continue
+        if not reads and (family, pname) in _SPACE_EVEN_PUBLIC:
+            # a parameter on its link's scale even when it reads no private data: the region
+            # rules bound the linear predictor, where interval arithmetic on the parameter itself
+            # (ordered probabilities as differences of sigmoids) would be hopelessly loose
+            form = _space_form(analyzer, family, pname, param, params, info, name)
+            if isinstance(form, SpaceForm):
+                forms.append(form)
+                continue
         if not reads:
             anc = ancestors([param])
             if any(a in analyzer.private for a in anc) and not any(
@@ -611,6 +619,10 @@ def _mixture_forms(analyzer, node, info: RuleInfo, name: str) -> tuple:
             )
         forms.append(NestedForm(comp.op, None, _family_forms(analyzer, comp.op, None, sub_info, name, comp.params)))
     return tuple(forms)
+
+
+#: parameters given on their link's scale whether or not they read private data
+_SPACE_EVEN_PUBLIC = {("Categorical", "p"), ("NegativeBinomial", "p"), ("Gamma", "scale")}
 
 
 def _space_form(analyzer, family, pname, param, params, info, name):

@@ -1012,6 +1012,8 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
         from pymc_dp.boxes import box_mass_estimate
 
         log_mass, rel_se, how = box_mass_estimate(box, ctx)
+        if math.isfinite(log_mass) and log_mass < -700:  # below the smallest float: say how small
+            how = f"{how}; log of the mass {log_mass:.5g}"
         if rel_se is None:
             return math.exp(log_mass), how
         return math.exp(log_mass), f"{how}; relative standard error {rel_se:.2g}"
