@@ -175,13 +175,18 @@ class BoxModel:
 
 
 def _exact(form) -> bool:
+    return _inexact_reason(form) is None
+
+
+def _inexact_reason(form) -> str | None:
+    """Why a form's per-record range is a sound bound rather than exact (None when exact)."""
     if isinstance(form, PredictorForm):
-        return form.predictor.exact
+        return form.predictor.inexact_reason
     if isinstance(form, (LinkForm, SpaceForm)):
-        return _exact(form.inner)
+        return _inexact_reason(form.inner)
     if isinstance(form, NestedForm):
-        return all(_exact(f) for f in form.forms)
-    return True
+        return next((r for r in map(_inexact_reason, form.forms) if r), None)
+    return None
 
 
 # --------------------------------------------------------------------------- parametrisation
@@ -494,6 +499,7 @@ def solve_box(factor: Factor, share: float, ctx):
     region = FactorRegion(factor, share, constraints, "box", search.min_L)
     region.certified_lipschitz = L
     region.exact = bm.exact
+    region.inexact_reason = next((r for r in map(_inexact_reason, factor.forms) if r), None)
     return region
 
 

@@ -223,6 +223,7 @@ class PrivateModel:
                     constraints=tuple(c.to_dict() for c in regions[f.name].constraints),
                     equal_share=_float_or_none(budget_split and budget_split.equal_shares.get(f.name)),
                     min_lipschitz=_float_or_none(budget_split and budget_split.min_shares.get(f.name)),
+                    loose_bound=getattr(regions[f.name], "inexact_reason", None),
                 )
                 for f in self.factors
             ),

@@ -622,7 +622,7 @@ def _mixture_forms(analyzer, node, info: RuleInfo, name: str) -> tuple:
 
 
 #: parameters given on their link's scale whether or not they read private data
-_SPACE_EVEN_PUBLIC = {("Categorical", "p"), ("NegativeBinomial", "p"), ("Gamma", "scale")}
+_SPACE_EVEN_PUBLIC = {("Categorical", "p")}
 
 
 def _space_form(analyzer, family, pname, param, params, info, name):

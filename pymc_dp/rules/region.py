@@ -313,6 +313,8 @@ def certified_sup_1d(
     heap = [(-gap(first), ua, ub)]
     bounds = {(ua, ub): first}
     while heap and len(bounds) < max_pieces:
+        if not np.isfinite(np.max(attained)):
+            break  # a value attained is infinite (or undefined): so is the sup, splitting cannot help
         neg, u0, u1 = heapq.heappop(heap)
         g = gap(bounds[(u0, u1)])
         if heap and g < -heap[0][0]:  # no longer the worst: put it back with its current gap
