@@ -693,7 +693,11 @@ class PrivateModel:
                     **kwargs,
                 )
                 posterior = posterior.isel(draw=slice(int(thin) - 1, None, int(thin)))
-                _refuse_stuck_chains(posterior, [rv.name for rv in self.model.free_RVs if rv.name in self._released_names])
+                _refuse_stuck_chains(
+                    posterior,
+                    [rv.name for rv in self.model.free_RVs if rv.name in self._released_names],
+                    initvals if _starts_unjittered(self.model, kwargs) else {},
+                )
             release["ledger"] = ledger_state(ledger, self.dataset_id)
             return self._release(posterior, release)
 
@@ -793,25 +797,41 @@ def _feasible_cap(factor, ctx, available: float) -> int | None:
     return best
 
 
-def _refuse_stuck_chains(posterior: xr.Dataset, names: Sequence[str]) -> None:
-    """Raise :class:`StuckChainError` when a chain's draws of every free RV are all equal.
+def _starts_unjittered(model, kwargs: Mapping[str, Any]) -> bool:
+    """Whether every chain starts exactly at the initial values (no jitter): PyMC's NUTS with
+    ``init="adapt_diag"`` (what pymc_dp.sampling uses behind an indicator potential) or the JAX
+    samplers with ``jitter=False``."""
+    from pymc_dp.sampling import _has_region_wall
 
-    Such a chain never left its start (every proposal was rejected, e.g. at the wall of an
-    indicator potential): its draws are not posterior draws, and releasing them as such would
-    be wrong. The check reads only the draws that would be released, so refusing leaks nothing
-    more than releasing would; the charge stays on the ledger.
+    sampler = kwargs.get("nuts_sampler", "pymc")
+    if sampler == "pymc":
+        return kwargs.get("init", "adapt_diag" if _has_region_wall(model) else "auto") in ("adapt_diag", "adapt_full")
+    if sampler in ("numpyro", "blackjax"):
+        return _has_region_wall(model) and not (kwargs.get("nuts_sampler_kwargs") or {}).get("jitter", False)
+    return False
+
+
+def _refuse_stuck_chains(posterior: xr.Dataset, names: Sequence[str], start: Mapping[str, Any]) -> None:
+    """Raise :class:`StuckChainError` when a chain's draws of every free RV equal its start point.
+
+    Such a chain never left its start, through warm-up and sampling (every proposal was rejected,
+    e.g. at the wall of an indicator potential): its draws are not posterior draws, and releasing
+    them as such would be wrong. Equal consecutive draws alone are not evidence (NUTS may keep
+    its point for a step, and a release may hold two draws per chain); equality to the start
+    after the warm-up is. The check reads only the draws that would be released and the public
+    start point, so refusing leaks nothing more than releasing would; the charge stays on the
+    ledger. Without a known start for every RV (a jittered start), nothing is checked.
     """
     per_chain = posterior.sizes.get("draw", 0)
-    if per_chain < 2 or not names:
+    if per_chain < 1 or not names or any(name not in start for name in names):
         return
     for c in range(posterior.sizes["chain"]):
-        moved = False
-        for name in names:
-            v = np.asarray(posterior[name].isel(chain=c).values)
-            if np.any(v != v[:1]):
-                moved = True
-                break
-        if not moved:
+        stuck = all(
+            np.array_equal(np.asarray(posterior[name].isel(chain=c).values),
+                           np.broadcast_to(np.asarray(start[name], float), posterior[name].isel(chain=c).shape))
+            for name in names
+        )
+        if stuck:
             raise StuckChainError(
                 f"chain {c} of the release did not move: its {per_chain} draws of {list(names)} are all equal "
                 "to its starting point, so they are not posterior draws and nothing was released (the "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 
 import pymc_dp
 from pymc_dp.factors import find_factors
@@ -140,13 +141,14 @@ def linear(n=100, d=3, seed=0, w_norm=False, fitted=False):
 
 
 def two_param_coin(n=30, seed=0):
-    """``p = sigmoid(a + b)``: two free RVs, no interval solver: the Potential fallback."""
+    """``p = sigmoid(sin(a) + b)``: two free RVs that no interval or box solver reads (``sin``
+    has no range rule): the Potential fallback. (``sigmoid(a + b)`` is now a box.)"""
     rng = np.random.default_rng(seed)
     with pm.Model() as model:
         xd = pm.Data("x", rng.integers(0, 2, n))
         a = pm.Normal("a", 0, 1)
         b = pm.Normal("b", 0, 1)
-        pm.Bernoulli("obs", p=pm.math.sigmoid(a + b), observed=xd)
+        pm.Bernoulli("obs", p=pm.math.sigmoid(pt.sin(a) + b), observed=xd)
     return model, {"x": pymc_dp.Binary()}
 
 

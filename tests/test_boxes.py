@@ -195,13 +195,27 @@ def test_a_chain_that_does_not_move_is_never_released(monkeypatch, tmp_path):
     def frozen(model, **kw):  # every draw of chain 1 at its start, as a chain stuck on a wall
         post = real(model, **kw)
         for name in post.data_vars:
+            if name in kw["initvals"]:
+                v = post[name].values.copy()
+                v[1] = np.asarray(kw["initvals"][name], float)
+                post[name].values[...] = v
+        return post
+
+    monkeypatch.setattr(core, "run_mcmc", frozen)
+    # the start is known (no jitter): equal draws at the start are a stuck chain
+    with pytest.raises(pymc_dp.StuckChainError, match="chain 1"):
+        pmod.sample(random_seed=1, tune=100, chains=2, cores=1, init="adapt_diag")
+    assert pmod.last_release is None
+    assert pmod.spent().epsilon == pytest.approx(pmod.certificate.epsilon)  # the charge stays
+
+    # equal consecutive draws away from the start are a chain that moved and kept its point
+    def repeated(model, **kw):
+        post = real(model, **kw)
+        for name in post.data_vars:
             v = post[name].values.copy()
             v[1] = v[1, :1]
             post[name].values[...] = v
         return post
 
-    monkeypatch.setattr(core, "run_mcmc", frozen)
-    with pytest.raises(pymc_dp.StuckChainError, match="chain 1"):
-        pmod.sample(random_seed=1, tune=100, chains=2, cores=1)
-    assert pmod.last_release is None
-    assert pmod.spent().epsilon == pytest.approx(pmod.certificate.epsilon)  # the charge stays
+    monkeypatch.setattr(core, "run_mcmc", repeated)
+    pmod.sample(random_seed=1, tune=100, chains=2, cores=1, init="adapt_diag")

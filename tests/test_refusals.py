@@ -291,7 +291,8 @@ def _potential():
     return m
 
 
-build("private-data-as-shape", UnsupportedFactorError, "'per_row'", _private_shape, UNIT)
+# a shape read from a private container is public (neighbours have the same number of rows;
+# the split already depends on the data's shapes): tested to certify below
 build("private-value-as-shape", UnsupportedFactorError, "'sized'", _private_value_shape,
       {"count": pymc_dp.Integers(0, 5)})
 build("private-data-in-prior", UnsupportedFactorError, "'rate'", _private_prior, COIN)
@@ -638,3 +639,10 @@ def test_what_is_not_refused(env):
         p = pm.Beta("rate", 1, 1)
         pm.Bernoulli("ballot", p=p, observed=xd)
     assert env.private(m, COIN, public="pub", ledger=None).public == ("pub",)
+
+
+def test_a_prior_shaped_like_the_data_is_not_a_leak():
+    """``shape=hd.shape[0]`` reads the number of rows, which is public (replace-one neighbours);
+    a shape computed from private *values* stays refused (private-value-as-shape above)."""
+    pmod = pymc_dp.make_private(_private_shape(), epsilon=10.0, draws=1, data=UNIT, ledger=None)
+    assert [f.name for f in pmod.certificate.factors] == ["stature"]
