@@ -29,7 +29,7 @@ SIZES = {"ar": 500, "radon": None}
 DEFAULT_N = 300
 
 
-def _cases():
+def cases():
     """(label, module, builder, n): every module's ``build`` and the extra builders."""
     for name, mod in MODELS.items():
         n = SIZES.get(name, DEFAULT_N)
@@ -54,7 +54,7 @@ def main(verbose: bool = False) -> None:
     warnings.filterwarnings("ignore")
     print(f"pymc_dp {pymc_dp.__version__}: make_private(epsilon={EPSILON}, draws={DRAWS}, ledger=None)")
     total = time.perf_counter()
-    for label, mod, builder, n in _cases():
+    for label, mod, builder, n in cases():
         data = mod.make_data(n)
         model = builder(data)
         rows = max(len(v.get_value()) for v in model.data_vars)
