@@ -974,31 +974,53 @@ def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5, share
     if best_z is None:
         return best_value, None
     if share is not None and best_value <= share:
-        best_z = _toward_prior(best_z, objective, pack, share, ctx, names)
+        best_z = _toward_prior(best_z, objective, pack, share, ctx, names, sizes=[t.size for t in templates])
     point = {k: np.asarray(bwd(z)) for k, bwd, z in zip(names, backward, unpack(best_z))}
     return best_value, point
 
 
-def _toward_prior(z_in, objective, pack, share, ctx: RegionContext, names) -> np.ndarray:
-    """The point of the segment from ``z_in`` (inside the region) towards the centre of the prior
-    (the coordinatewise median of the public prior draws, in the unconstrained space) that lies
-    furthest from ``z_in`` while the constant stays within ``share`` (bisection)."""
+def _toward_prior(z_in, objective, pack, share, ctx: RegionContext, names, sizes=None) -> np.ndarray:
+    """A start inside the region where the prior has mass, a margin away from its wall.
+
+    From ``z_in`` (inside the region), each variable in turn (``sizes``: their lengths in the
+    unconstrained vector ``z``; two passes) moves towards the centre of the prior (the
+    coordinatewise median of the public prior draws, unconstrained) as far as the constant stays
+    at most a level strictly inside the share (80% of it, or halfway from ``z_in``'s constant to
+    the share): bisection on each variable's segment. Variable by variable, because a joint
+    segment can leave the region at once -- the minimiser of a Normal factor's constant has a
+    huge scale *and* huge locations, and shrinking the scale first is infeasible, while moving
+    the locations first then frees the scale (radon's LKJ model started at ``sigma = 1e80``,
+    where NUTS cannot move). A start near the wall would make a sampler's first steps cross it.
+    """
     n = len(next(iter(ctx.draws.values())))
     sample = np.stack([pack(i) for i in range(min(n, 400))])
     target = np.median(sample, axis=0)
     if target.shape != z_in.shape:  # pragma: no cover - same variables, same sizes
         return z_in
-    if objective(target) <= share * (1 - 1e-9):
+    if objective(target) <= share * 0.8:
         return target
-    lo, hi = 0.0, 1.0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if objective(z_in + mid * (target - z_in)) <= share * (1 - 1e-9):
-            lo = mid
-        else:
-            hi = mid
-    # halfway to the edge: towards the prior's mass, away from the wall a sampler must not cross
-    return z_in + 0.5 * lo * (target - z_in)
+    z = np.array(z_in, dtype=float)
+    level = max(0.8 * share, objective(z) + 0.5 * (share - objective(z)))
+    bounds = np.cumsum([0, *(sizes or [len(z)])])
+    blocks = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])] + [slice(0, len(z))]
+    for _ in range(2):
+        for block in blocks:
+            step = np.zeros_like(z)
+            step[block] = target[block] - z[block]
+            if not np.any(step):
+                continue
+            if objective(z + step) <= level:
+                z = z + step
+                continue
+            lo, hi = 0.0, 1.0
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                if objective(z + mid * step) <= level:
+                    lo = mid
+                else:
+                    hi = mid
+            z = z + lo * step
+    return z
 
 
 # --------------------------------------------------------------------------- prior mass
