@@ -139,7 +139,7 @@ def markdown(rows) -> str:
             f"{fmt(a['prior_mass_kept'])} ({a['prior_mass_method'].split(':')[0][:40]}) | {a['certify_seconds']} | "
             f"{(fmt(sa[0]) + ' / ' + fmt(sa[1])) if sa else a.get('release_refused', '')[:60]} | "
             f"{(fmt(sb[0]) + ' / ' + fmt(sb[1])) if sb else b.get('refused', b.get('release_refused', ''))[:60]} | "
-            f"{(aud['verdict'] + ' (' + fmt(aud['measured']) + ' ≤ ' + fmt(aud['claimed']) + ')') if aud else ''} |"
+            f"{(aud['verdict'] + ' (' + fmt(aud['measured']) + (' > ' if aud['verdict'] == 'fail' else ' ≤ ') + fmt(aud['claimed']) + ')') if aud else ''} |"
         )
     lines.append("")
     lines.append("Truncations (10 draws):")

@@ -161,7 +161,9 @@ def test_searched_refusals_certify_with_the_budget_of_one_draw(label):
 #: audited in every full run (one per kind of solver and family: box over a logistic predictor,
 #: a hierarchy, ordered cut points); the others carry the ``gallery`` marker, outside the
 #: default run for CI's time: ``pytest -m gallery`` runs them, and benchmarks/gallery_report.py
-#: audits every model (its verdicts are in docs/gallery.md)
+#: audits every model (its verdicts are in docs/gallery.md). The LKJ model passes here at 120
+#: households and FAILS at the gallery's 919 (docs/gallery.md: an open question of mixing in
+#: its indicator region, or worse); until settled its release counts as unaudited
 AUDITED_IN_CI = {"glm_logistic", "radon", "ordinal"}
 
 
