@@ -19,6 +19,7 @@ from pymc_dp.exceptions import (
     LedgerError,
     NotConjugateError,
     PrivacyError,
+    StuckChainError,
     UnsupportedFactorError,
 )
 from pymc_dp.ledger import Ledger, Spend, default_ledger_path
@@ -74,4 +75,5 @@ __all__ = [
     "BudgetExceededError",
     "LedgerError",
     "NotConjugateError",
+    "StuckChainError",
 ]

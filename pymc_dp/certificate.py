@@ -41,6 +41,10 @@ class FactorCertificate:
     equal_share: float | None = None
     #: the smallest constant the factor's solver can reach (0 when any share is feasible)
     min_lipschitz: float | None = None
+    #: None when the predictor's range over one record is exact; else why it is a sound bound
+    #: that may be loose (terms that read the same container added as intervals), which
+    #: ``pymc_dp.audit`` measures
+    loose_bound: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -120,7 +124,7 @@ class Certificate:
             f"posterior draw(s), unit={unit}, {self.composition} composition",
             f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.delta_per_draw:.6g})",
             f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method}); "
-            f"{self.split} split of Delta"
+            + ("truncation given by bounds=" if self.mode == "bounds" else f"{self.split} split of Delta")
             + (
                 f" (an equal split keeps {self.equal_split_prior_mass:.4g})"
                 if self.split == "optimised" and self.equal_split_prior_mass is not None
@@ -140,6 +144,8 @@ class Certificate:
             )
             for t in f.truncation:
                 lines.append(f"      truncation: {t}")
+            if f.loose_bound:
+                lines.append(f"      bound: sound, may be loose ({f.loose_bound})")
         lines.append(
             "  sampler: exact (iid draws of the truncated conjugate posterior)"
             if self.sampler == "exact"

@@ -24,14 +24,21 @@ from pytensor.graph.traversal import ancestors
 from pymc_dp import accounting, lift
 from pymc_dp.certificate import Certificate, FactorCertificate
 from pymc_dp.domains import Domain
-from pymc_dp.exceptions import BudgetExceededError, DomainError, NotConjugateError, PrivacyError, UnsupportedFactorError
+from pymc_dp.exceptions import (
+    BudgetExceededError,
+    DomainError,
+    NotConjugateError,
+    PrivacyError,
+    StuckChainError,
+    UnsupportedFactorError,
+)
 from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.sampling import check_backend, run_mcmc
 from pymc_dp.units import Users, check_unit, describe_unit
 from pymc_dp.ledger import Ledger, Spend, fingerprint
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
-from pymc_dp.truncate import RegionContext
+from pymc_dp.truncate import RegionContext, prior_draws, prior_mass
 
 __all__ = ["private", "make_private", "PrivateModel"]
 
@@ -95,11 +102,11 @@ def _check_ledger(ledger):
 
 
 def _check_budget(epsilon, delta, draws, unit, bounds):
-    if bounds is None:
+    if bounds is None or epsilon is not None:  # with bounds, epsilon is a cap on what they cost
         if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not math.isfinite(epsilon) or epsilon <= 0:
             raise BudgetExceededError(f"epsilon={epsilon!r} must be a finite number > 0.")
-    elif epsilon is not None:
-        raise PrivacyError("give either epsilon (a budget) or bounds (explicit truncation), not both.")
+    if bounds is not None and not isinstance(bounds, Mapping):
+        raise PrivacyError("bounds must map free RV names to (lower, upper) truncation bounds.")
     if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0.0 <= delta < 1.0):
         raise BudgetExceededError(f"delta={delta!r} must be in [0, 1).")
     if isinstance(draws, bool) or not isinstance(draws, numbers.Integral) or draws < 1:
@@ -158,11 +165,10 @@ class PrivateModel:
                 "nothing to make private. Check that observed= and the parameters use the pm.Data containers."
             )
         self._check_record_lengths()
+        self._check_lagged_copies()
         reads = {f.name: f.reads for f in self.factors}
 
-        draws_ = pm.draw(model.free_RVs, draws=PRIOR_DRAWS, random_seed=PRIOR_SEED) if model.free_RVs else []
-        prior_draws = {rv.name: np.asarray(d) for rv, d in zip(model.free_RVs, draws_)}
-        ctx = RegionContext(model, self.domains, prior_draws)
+        ctx = RegionContext(model, self.domains, prior_draws(model, PRIOR_DRAWS, PRIOR_SEED))
         self._ctx = ctx
 
         self.delta = float(delta)
@@ -178,11 +184,22 @@ class PrivateModel:
             eps0 = lift.epsilon_per_draw_from_delta(lift.lift(lipschitz, reads, unit))
             budget_split = None  # the truncation is the user's: there is nothing to split
             mode = "bounds"
+            cons = [c for r in regions.values() for c in r.constraints]
+            mass, mass_method = prior_mass(cons, ctx) if cons else (1.0, "exact")
         guarantee = accounting.compose(eps0, draws, delta)
+        if mode == "bounds" and epsilon is not None and guarantee.epsilon > epsilon * (1 + 1e-12):
+            raise BudgetExceededError(
+                f"the truncation bounds={dict(bounds)!r} cost epsilon = {guarantee.epsilon:.4g} for {draws} "
+                f"draw(s) (epsilon per draw {eps0:.4g}), above epsilon = {epsilon:g}. Narrow the bounds of "
+                f"the parameters with the largest constants ({', '.join(f'{k}: {v:.3g}' for k, v in lipschitz.items())}), "
+                "lower draws, or give only epsilon and let pymc_dp choose the truncation."
+            )
         constraints = [c for r in regions.values() for c in r.constraints]
         self._constraints = tuple(constraints)
 
-        factor_exprs = {f.name: f.lipschitz(self.domains) for f in self.factors}
+        # the Lipschitz graphs are needed only by indicator potentials (the fallback solver)
+        walled = {c.factor for c in constraints if hasattr(c, "factor")}
+        factor_exprs = {f.name: ctx.lipschitz(f) for f in self.factors if f.name in walled}
         self.model, self._initvals = rewrite_model(model, constraints, ctx, factor_exprs)
         self._released_names = self._releasable(model)
 
@@ -206,6 +223,7 @@ class PrivateModel:
                     constraints=tuple(c.to_dict() for c in regions[f.name].constraints),
                     equal_share=_float_or_none(budget_split and budget_split.equal_shares.get(f.name)),
                     min_lipschitz=_float_or_none(budget_split and budget_split.min_shares.get(f.name)),
+                    loose_bound=getattr(regions[f.name], "inexact_reason", None),
                 )
                 for f in self.factors
             ),
@@ -299,8 +317,12 @@ class PrivateModel:
             found = private_ancestors(rv, private)
             if found:
                 raise UnsupportedFactorError(
-                    f"free RV {rv.name!r} depends on private data {found} (in its parameters or "
-                    "shape). A prior must not read private data: use public sizes and constants."
+                    f"free RV {rv.name!r} has a prior that reads the private data {found}: every record "
+                    "then moves the prior itself (a Gaussian-process latent whose covariance is computed "
+                    "from all rows of X is the common case), so no per-record constant bounds what one "
+                    "record changes, and pymc_dp cannot certify it. A prior must read only parameters and "
+                    "public data: compute the GP on public inputs (or a public grid), or model the private "
+                    "covariates through a likelihood factor."
                 )
             through_observed(rv, f"free RV {rv.name!r}")
         for pot in model.potentials:
@@ -332,6 +354,16 @@ class PrivateModel:
         if isinstance(self.unit, Users) and lengths:
             self.unit.check_rows(next(iter(lengths.values())))
 
+    def _check_lagged_copies(self):
+        """Refuse one time series entered twice as shifted private containers (``y`` and
+        ``y_lag``): one observation would sit in two rows that the unit counts as independent.
+        A check of the data the analyst holds, before anything runs; refusing reveals no more
+        than the analyst already sees."""
+        from pymc_dp.rules.timeseries import refuse_lagged_copies
+
+        values = {v.name: np.asarray(v.get_value()) for v in self._private_vars}
+        refuse_lagged_copies(values, self.unit, min_overlap=20, min_distinct=3)
+
     def _split(self, ctx, eps0: float, split: str) -> BudgetSplit:
         """Per-factor shares of ``Delta = eps0 / 2`` and the regions they give (DESIGN.md 5.2).
 
@@ -341,34 +373,87 @@ class PrivateModel:
         try:
             return choose_split(self.factors, delta_record, lift.base_unit(self.unit), ctx, optimise=split == "optimised")
         except InfeasibleBudget as err:
-            reads = {f.name: f.reads for f in self.factors}
-            eps_min = accounting.compose(
-                lift.epsilon_per_draw_from_delta(lift.lift(err.mins, reads, self.unit)), self.draws, self.delta
-            ).epsilon
-            name = max(err.mins, key=err.mins.get)
-            family = next(f.family for f in self.factors if f.name == name)
-            if err.certified.get(name, True):
-                floor = f"has a per-record constant of at least {err.mins[name]:.4g} for every parameter value"
-                smallest = f"is at least {eps_min:.4g}"
-            else:  # the Potential fallback's minimum is a numerical search's, not a proof
-                floor = (
-                    f"has no parameter value with a per-record constant below {err.mins[name]:.4g} that "
-                    "a numerical search of the prior's support could find (a search, not a proof)"
-                )
-                smallest = f"appears to be about {eps_min:.4g}"
-            raise BudgetExceededError(
-                f"the budget cannot be met: factor {name!r} ({family}) {floor}, and the factors' "
-                f"smallest constants lift to a per-draw loss above the budget's Delta = {eps0 / 2:.4g}. "
-                f"The smallest achievable epsilon for {self.draws} draw(s) with unit={self.unit!r} "
-                f"{smallest}; raise epsilon, lower draws, or remodel the factor (e.g. Bernoulli records "
-                "instead of one Binomial count)."
-            ) from None
+            raise self._infeasible_message(err, ctx, eps0, delta_record) from None
+
+    def _infeasible_message(self, err: InfeasibleBudget, ctx, eps0: float, delta_record: float) -> BudgetExceededError:
+        """Why no truncation fits, in words: proven (a certified floor), or not found (a search)."""
+        reads = {f.name: f.reads for f in self.factors}
+        lifted = lift.lift(err.mins, reads, self.unit)
+        eps_min = accounting.compose(lift.epsilon_per_draw_from_delta(lifted), self.draws, self.delta).epsilon
+        name = max(err.mins, key=err.mins.get)
+        factor = next(f for f in self.factors if f.name == name)
+        others = sum(v for k, v in err.mins.items() if k != name)
+        available = max(delta_record - others, 0.0)  # what this factor may have, the others at their floors
+        hint = _budget_hint(factor, ctx, available)
+        if lifted >= delta_record * (1 - 1e-12) and err.certified.get(name, True):
+            return BudgetExceededError(
+                f"the budget cannot be met: factor {name!r} ({factor.family}) has a per-record constant of at "
+                f"least {err.mins[name]:.4g} for every parameter value (proved), and the factors' smallest "
+                f"constants lift to more than the budget's Delta = {eps0 / 2:.4g} per draw. The smallest "
+                f"achievable epsilon for {self.draws} draw(s) with unit={self.unit!r} is at least {eps_min:.4g}. "
+                f"To do: raise epsilon, lower draws, or {hint}."
+            )
+        if lifted >= delta_record * (1 - 1e-12):
+            return BudgetExceededError(
+                f"no truncation that meets the budget was found: factor {name!r} ({factor.family}) has no "
+                f"parameter value with a per-record constant below {err.mins[name]:.4g} that a numerical search "
+                f"of the prior's support found (a search, not a proof that none exists), above the budget's "
+                f"Delta = {eps0 / 2:.4g} per draw. epsilon about {eps_min:.4g} for {self.draws} draw(s) would "
+                f"be needed at that point. To do: raise epsilon, lower draws, {hint}, or give explicit "
+                "truncation bounds (bounds=...) to have their epsilon computed."
+            )
+        return BudgetExceededError(
+            f"no truncation that meets the budget was found for factor {name!r} ({factor.family}): parameter "
+            f"values with constants down to {err.mins[name]:.4g} exist (below the budget's Delta = "
+            f"{eps0 / 2:.4g} per draw), but no region around them that the solvers can certify fits. To do: "
+            f"raise epsilon, lower draws, {hint}, or give explicit truncation bounds (bounds=...)."
+        )
 
     def _certify_bounds(self, ctx, bounds):
-        raise NotImplementedError(
-            "explicit truncation bounds (bounds=...) are not implemented yet: give a budget "
-            "(epsilon=...) and read the truncation from the certificate."
-        )
+        """Explicit truncation (DESIGN.md 5.5): each named free RV is restricted to its bounds,
+        and each factor's constant is the certified sup of its rule over that box (the region
+        rules of :mod:`pymc_dp.rules.region`); epsilon follows from them."""
+        from pymc_dp.boxes import BoxModel, _Unsupported
+        from pymc_dp.rules.region import NoRegionRule
+        from pymc_dp.truncate import FactorRegion
+
+        constraints, box = _bounds_constraints(bounds, ctx)
+        read_by = {}
+        regions, lipschitz = {}, {}
+        for f in self.factors:
+            try:
+                bm = BoxModel(f, ctx)
+            except (_Unsupported, NoRegionRule) as err:
+                raise UnsupportedFactorError(
+                    f"bounds=: factor {f.name!r} ({f.family}) has no rule that bounds its constant over a "
+                    f"box of parameters ({err}); give epsilon= instead and let pymc_dp choose the truncation."
+                ) from None
+            full = {}
+            for name in bm.vars:
+                lo_s, hi_s = ctx.support(name)
+                if math.isnan(lo_s):
+                    lo_s, hi_s = -math.inf, math.inf
+                full[name] = box.get(name, (lo_s, hi_s))
+                read_by.setdefault(name, []).append(f.name)
+            L = bm.region_L(full)
+            if not math.isfinite(L):
+                open_vars = [n for n in bm.vars if n not in box]
+                hint = (f"bound {open_vars} as well (their support is unbounded in a direction that makes the "
+                        "constant grow)" if open_vars else "narrow the bounds (the constant is infinite at their ends)")
+                raise BudgetExceededError(
+                    f"bounds=: factor {f.name!r} ({f.family}) has no finite per-record constant over these bounds, "
+                    f"so epsilon would be infinite; {hint}."
+                )
+            regions[f.name] = FactorRegion(f, L, [c for c in constraints if c.var in bm.vars], "bounds", None)
+            lipschitz[f.name] = L
+        unread = sorted(set(box) - set(read_by))
+        if unread:
+            raise PrivacyError(
+                f"bounds= gives bounds for {unread}, which no likelihood factor that reads private data "
+                "depends on: their truncation does not change epsilon. Remove them (truncate such priors in "
+                "the model itself if you want them truncated)."
+            )
+        return regions, lipschitz
 
     def _releasable(self, model) -> list[str]:
         names = [rv.name for rv in model.free_RVs]
@@ -400,7 +485,8 @@ class PrivateModel:
         PrivateModel
             Shares this one's certificate; this one is unchanged.
         """
-        from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
+        from pymc.model.fgraph import fgraph_from_model
+        from pymc_dp.rewrite import rebuild_model
 
         if not isinstance(data, Mapping):
             raise DomainError("with_data needs a dict mapping private container names to new values.")
@@ -422,7 +508,7 @@ class PrivateModel:
             values[name] = arr.astype(current[name].dtype)
         # fgraph_from_model deep-copies the data containers: the copy shares no storage with self
         fgraph, _ = fgraph_from_model(self.model)
-        model = model_from_fgraph(fgraph, mutate_fgraph=True)
+        model = rebuild_model(fgraph)
         _same_order(model, self.model)
         for name, arr in values.items():
             model.set_data(name, arr)
@@ -607,6 +693,11 @@ class PrivateModel:
                     **kwargs,
                 )
                 posterior = posterior.isel(draw=slice(int(thin) - 1, None, int(thin)))
+                _refuse_stuck_chains(
+                    posterior,
+                    [rv.name for rv in self.model.free_RVs if rv.name in self._released_names],
+                    initvals if _starts_unjittered(self.model, kwargs) else {},
+                )
             release["ledger"] = ledger_state(ledger, self.dataset_id)
             return self._release(posterior, release)
 
@@ -663,6 +754,125 @@ class PrivateModel:
     def __repr__(self):
         c = self.certificate
         return f"<PrivateModel ({c.epsilon:.4g}, {c.delta:.3g})-DP, {self.draws} draws>\n{c}"
+
+
+def _budget_hint(factor, ctx, available: float) -> str:
+    """What would make ``factor`` fit, in its family's terms (a public computation)."""
+    family = factor.family
+    domain = ctx.domains.get(factor.observed_container)
+    if family in ("Poisson", "NegativeBinomial", "Geometric") and hasattr(domain, "lo"):
+        cap = _feasible_cap(factor, ctx, available)
+        if cap is not None:
+            return (f"cap the counts with a public rule and declare Integers({domain.lo}, {cap}) (the largest "
+                    f"cap whose proved smallest constant fits this factor's share, {available:.3g})")
+        return "cap the counts with a smaller domain (a smaller Integers(lo, hi))"
+    if family == "Binomial":
+        return ("observe Bernoulli records instead of one Binomial count (a count of n trials as one record "
+                "has L >= ln C(n, n/2) whatever p), or marginalise p into a pm.BetaBinomial, whose constant can be 0")
+    if family in ("Normal", "StudentT", "Laplace", "Cauchy", "LogNormal", "Censored", "Mixture", "AR"):
+        return ("narrow the observed data's domain (the constant grows with its width over the scale), or give the "
+                "scale parameter a prior with mass at larger values")
+    if family == "Categorical":
+        return "declare fewer classes in the domain, or use a prior with mass near uniform class probabilities"
+    return "remodel the factor"
+
+
+def _feasible_cap(factor, ctx, available: float) -> int | None:
+    """The largest count cap ``M`` whose certified floor fits ``available`` (None if none does)."""
+    from pymc_dp.boxes import certified_floor
+    from pymc_dp.domains import Integers
+
+    domain = ctx.domains[factor.observed_container]
+    saved = ctx.domains[factor.observed_container]
+    best = None
+    try:
+        for cap in range(domain.lo + 1, domain.hi + 1):
+            ctx.domains[factor.observed_container] = Integers(domain.lo, cap)
+            floor = certified_floor(factor, ctx)  # None: no positive floor at this cap
+            if floor is not None and floor > available:
+                break
+            best = cap
+    finally:
+        ctx.domains[factor.observed_container] = saved
+    return best
+
+
+def _starts_unjittered(model, kwargs: Mapping[str, Any]) -> bool:
+    """Whether every chain starts exactly at the initial values (no jitter): PyMC's NUTS with
+    ``init="adapt_diag"`` (what pymc_dp.sampling uses behind an indicator potential) or the JAX
+    samplers with ``jitter=False``."""
+    from pymc_dp.sampling import _has_region_wall
+
+    sampler = kwargs.get("nuts_sampler", "pymc")
+    if sampler == "pymc":
+        return kwargs.get("init", "adapt_diag" if _has_region_wall(model) else "auto") in ("adapt_diag", "adapt_full")
+    if sampler in ("numpyro", "blackjax"):
+        return _has_region_wall(model) and not (kwargs.get("nuts_sampler_kwargs") or {}).get("jitter", False)
+    return False
+
+
+def _refuse_stuck_chains(posterior: xr.Dataset, names: Sequence[str], start: Mapping[str, Any]) -> None:
+    """Raise :class:`StuckChainError` when a chain's draws of every free RV equal its start point.
+
+    Such a chain never left its start, through warm-up and sampling (every proposal was rejected,
+    e.g. at the wall of an indicator potential): its draws are not posterior draws, and releasing
+    them as such would be wrong. Equal consecutive draws alone are not evidence (NUTS may keep
+    its point for a step, and a release may hold two draws per chain); equality to the start
+    after the warm-up is. The check reads only the draws that would be released and the public
+    start point, so refusing leaks nothing more than releasing would; the charge stays on the
+    ledger. Without a known start for every RV (a jittered start), nothing is checked.
+    """
+    per_chain = posterior.sizes.get("draw", 0)
+    if per_chain < 1 or not names or any(name not in start for name in names):
+        return
+    for c in range(posterior.sizes["chain"]):
+        stuck = all(
+            np.array_equal(np.asarray(posterior[name].isel(chain=c).values),
+                           np.broadcast_to(np.asarray(start[name], float), posterior[name].isel(chain=c).shape))
+            for name in names
+        )
+        if stuck:
+            raise StuckChainError(
+                f"chain {c} of the release did not move: its {per_chain} draws of {list(names)} are all equal "
+                "to its starting point, so they are not posterior draws and nothing was released (the "
+                "ledger keeps the charge). The truncation region is probably hard to sample (an indicator "
+                "potential); increase tune=, raise epsilon for a wider region, or write the factor in a form "
+                "the box or affine solvers handle (see the certificate's solver)."
+            )
+
+
+def _bounds_constraints(bounds: Mapping[str, Any], ctx) -> tuple[list, dict]:
+    """Interval constraints and the box ``name -> (lo, hi)`` of a ``bounds=`` mapping.
+
+    Each value is ``(lower, upper)``; either may be None (unbounded), a number (every element)
+    or an array of the RV's shape (per element).
+    """
+    from pymc_dp.truncate import ElementIntervalConstraint, IntervalConstraint
+
+    constraints, box = [], {}
+    for name, value in bounds.items():
+        if name not in ctx.free:
+            raise PrivacyError(f"bounds= names {name!r}, which is not a free RV of the model (it has {sorted(ctx.free)}).")
+        try:
+            lower, upper = value
+        except (TypeError, ValueError):
+            raise PrivacyError(f"bounds[{name!r}] must be a pair (lower, upper), got {value!r}.") from None
+        shape = ctx.shapes[name]
+        lo_s, hi_s = ctx.support(name)
+        if math.isnan(lo_s):
+            lo_s, hi_s = -math.inf, math.inf
+        lo = np.broadcast_to(np.asarray(-math.inf if lower is None else lower, dtype=float), shape)
+        hi = np.broadcast_to(np.asarray(math.inf if upper is None else upper, dtype=float), shape)
+        lo, hi = np.maximum(lo, lo_s), np.minimum(hi, hi_s)
+        if np.any(np.isnan(lo)) or np.any(np.isnan(hi)) or np.any(lo >= hi):
+            raise PrivacyError(f"bounds[{name!r}] = {value!r} is empty inside the support of {name!r} ({lo_s:g}, {hi_s:g}).")
+        box[name] = (lo, hi)
+        if lo.size and np.all(lo == lo.reshape(-1)[0]) and np.all(hi == hi.reshape(-1)[0]):
+            l0, h0 = float(lo.reshape(-1)[0]) if lo.size else lo_s, float(hi.reshape(-1)[0]) if hi.size else hi_s
+            constraints.append(IntervalConstraint(name, None if l0 <= lo_s else l0, None if h0 >= hi_s else h0))
+        else:
+            constraints.append(ElementIntervalConstraint(name, tuple(lo.reshape(-1).tolist()), tuple(hi.reshape(-1).tolist())))
+    return constraints, box
 
 
 def draws_dataset(model: pm.Model, values: Mapping[str, np.ndarray], chains: int) -> xr.Dataset:
@@ -792,7 +1002,10 @@ def private(
         container's value in one row, or every row of one user (``pymc_dp.Users(ids)`` or
         ``pymc_dp.Users(max_rows=m)``).
     bounds : dict, optional
-        Explicit truncation instead of a budget (not implemented yet).
+        Explicit truncation instead of a budget: ``{"w": (-1, 1), "sigma": (0.5, None)}``
+        restricts each named free RV to ``[lower, upper]`` (None: unbounded; an array: per
+        element). epsilon is then computed from the certified constants over those bounds;
+        with ``epsilon`` given too, it is a cap, and bounds that cost more are refused.
     public : sequence of str
         ``pm.Data`` containers that are not private.
     split : {"optimised", "equal"}

@@ -14,6 +14,7 @@ __all__ = [
     "BudgetExceededError",
     "LedgerError",
     "NotConjugateError",
+    "StuckChainError",
 ]
 
 
@@ -39,3 +40,8 @@ class LedgerError(PrivacyError):
 
 class NotConjugateError(PrivacyError):
     """``method="exact"`` was asked for, but the truncated model has no exact conjugate sampler."""
+
+
+class StuckChainError(PrivacyError):
+    """An MCMC chain of a release did not move: its draws are its starting point, not posterior
+    draws. Nothing is released; the ledger keeps the charge (the release ran on the data)."""

@@ -38,12 +38,51 @@ from pymc.pytensorf import toposort_replace
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
+from pymc_dp.truncate import ElementIntervalConstraint, IntervalConstraint, NormBallConstraint, PotentialConstraint
 
-__all__ = ["rewrite_model", "AUX_SUFFIXES"]
+__all__ = ["rewrite_model", "rebuild_model", "AUX_SUFFIXES"]
 
 #: names of the auxiliary variables the polar reparametrisation adds (never released)
 AUX_SUFFIXES = ("__dp_direction", "__dp_radius", "__dp_polar")
+
+
+def rebuild_model(fgraph) -> pm.Model:
+    """``model_from_fgraph(fgraph, mutate_fgraph=True)``, with every Deterministic under its own name.
+
+    PyMC 5.28 rebuilds a ``pm.Deterministic`` that wraps another Deterministic (``b =
+    pm.Deterministic("b", a)``, or a transpose that is a no-op) as the *same* variable as the
+    inner one: both names then point to one variable whose ``name`` is the inner one's, and
+    ``pm.sample`` returns one of them (reproduces in plain PyMC). Each name that shares its
+    variable gets a distinct copy (a ``ViewOp``: same values), so that every Deterministic of the
+    user's model is sampled and released under its name.
+    """
+    from pytensor.compile.ops import ViewOp
+
+    model = model_from_fgraph(fgraph, mutate_fgraph=True)
+    dets = {id(d): d for d in model.deterministics}
+    names_of: dict[int, list[str]] = {}
+    for name, var in model.named_vars.items():
+        if id(var) in dets:
+            names_of.setdefault(id(var), []).append(name)
+    fixed = []
+    for key, names in names_of.items():
+        var = dets[key]
+        keep = var.name if var.name in names else names[0]
+        var.name = keep
+        fixed.append(var)
+        for name in names:
+            if name == keep:
+                continue
+            copy = ViewOp()(var)
+            copy.name = name
+            model.named_vars[name] = copy
+            fixed.append(copy)
+    if len(fixed) != len(model.deterministics) or any(a is not b for a, b in zip(fixed, model.deterministics)):
+        # model.deterministics is a PyMC treelist without slice assignment
+        while len(model.deterministics):
+            model.deterministics.pop()
+        model.deterministics.extend(fixed)
+    return model
 
 
 @contextlib.contextmanager
@@ -78,15 +117,22 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
     nodes = {
         node.outputs[0].name: node for node in fgraph.apply_nodes if isinstance(node.op, ModelFreeRV)
     }
-    intervals: dict[str, tuple[float, float]] = {}
+    intervals: dict[str, tuple] = {}
     balls: dict[str, NormBallConstraint] = {}
     potentials: list[PotentialConstraint] = []
     for c in constraints:
-        if isinstance(c, IntervalConstraint):
-            lo0, hi0 = intervals.get(c.var, ctx.support(c.var))
-            lo = lo0 if c.lower is None else max(lo0, c.lower)
-            hi = hi0 if c.upper is None else min(hi0, c.upper)
-            intervals[c.var] = (lo, hi)
+        if isinstance(c, (IntervalConstraint, ElementIntervalConstraint)):
+            shape = ctx.shapes[c.var]
+            support = ctx.support(c.var)
+            if math.isnan(support[0]):  # an ordered vector: its elements are real
+                support = (-math.inf, math.inf)
+            lo0, hi0 = intervals.get(c.var, (np.full(shape, support[0]), np.full(shape, support[1])))
+            if isinstance(c, IntervalConstraint):
+                lo_c = -math.inf if c.lower is None else c.lower
+                hi_c = math.inf if c.upper is None else c.upper
+            else:
+                lo_c, hi_c = np.reshape(c.lower, shape), np.reshape(c.upper, shape)
+            intervals[c.var] = (np.maximum(lo0, lo_c), np.minimum(hi0, hi_c))
         elif isinstance(c, NormBallConstraint):
             prev = balls.get(c.var)
             if prev is not None and prev.weights != c.weights:
@@ -109,12 +155,37 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         rv, value, *dims = node.inputs
         new_value = rv.type()
         new_value.name = f"{name}_interval__"
-        transform = Interval(
-            lower=None if not math.isfinite(lo) else float(lo),
-            upper=None if not math.isfinite(hi) else float(hi),
-        )
+        lower, upper = _interval_end(lo, name, "lower"), _interval_end(hi, name, "upper")
+        if np.ndim(lower) or np.ndim(upper):  # per-element bounds: PyMC takes them through bounds_fn
+            lower_c = None if lower is None else pt.constant(np.asarray(lower, dtype="float64"))
+            upper_c = None if upper is None else pt.constant(np.asarray(upper, dtype="float64"))
+            transform = Interval(bounds_fn=lambda *_, lo_=lower_c, hi_=upper_c: (lo_, hi_))
+        else:
+            transform = Interval(lower=lower, upper=upper)
+        if type(model.rvs_to_transforms.get(model[name])).__name__ == "Ordered":
+            lo_f, hi_f = np.broadcast_to(lo, ctx.shapes[name]).reshape(-1), np.broadcast_to(hi, ctx.shapes[name]).reshape(-1)
+            if np.all(hi_f[:-1] <= lo_f[1:]):
+                # disjoint increasing boxes: every point of their product is ordered, so the
+                # elementwise interval alone has the ordered prior's support restricted to them
+                start = _interval_initval(lo, hi, ctx.draws[name])
+                initvals[name] = _strictly_increasing(start, lo, hi)
+            elif np.all(lo_f == lo_f[0]) and np.all(hi_f == hi_f[0]):
+                # one interval for every element: an increasing elementwise map keeps the order
+                from pymc.distributions.transforms import ordered
+                from pymc.logprob.transforms import ChainedTransform
+
+                transform = ChainedTransform([transform, ordered])
+                start = _interval_initval(lo, hi, ctx.draws[name])
+                initvals[name] = _strictly_increasing(start, lo, hi)
+            else:
+                raise NotImplementedError(
+                    f"{name!r} is an ordered vector whose elementwise truncation boxes overlap and differ; "
+                    "pymc_dp cannot keep both the order and the boxes in one transform"
+                )
+        else:
+            initvals[name] = _interval_initval(lo, hi, ctx.draws[name])
+        new_value.name = f"{name}_{transform.name}__"  # as PyMC names value variables
         replacements.append((node.outputs[0], model_free_rv(rv, new_value, transform, *dims)))
-        initvals[name] = _interval_initval(lo, hi, ctx.draws[name])
 
     for name, ball in balls.items():
         node = nodes[name]
@@ -124,7 +195,7 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
             z_rv = pm.Normal.dist(0.0, 1.0, size=d)
         else:
             z_rv = pm.Laplace.dist(0.0, 1.0, size=d)
-        t_rv = pm.Flat.dist()
+        t_rv = pm.Flat.dist(shape=(1,))
         z_val, t_val = z_rv.type(), t_rv.type()
         z_name, t_name = name + AUX_SUFFIXES[0], name + AUX_SUFFIXES[1]
         z_val.name, t_val.name = z_name, t_name
@@ -133,24 +204,30 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         z.name, t.name = z_name, t_name
         radius = float(ball.radius)
         rho = radius * pt.sigmoid(t)
+        # ||z|| through a dot product, not sum(square(z)): with the latter, PyTensor 2.38.3's
+        # FusionOptimizer plans the gradient's fused loops in an order that breaks its own
+        # blockers and logs an ERROR traceback (pymc-devs/pytensor#2145, fixed upstream after
+        # the 2.38 series that PyMC 5.28 allows); the dot product keeps the norm out of the
+        # elementwise subgraphs, and the values are the same
         if ball.weights is None:
-            v = rho * z / pt.sqrt(pt.sum(pt.square(z)))
+            v = z * (rho / pt.sqrt(pt.dot(z, z)))
         else:
-            v = rho * z / pt.sum(pt.abs(z)) / pt.as_tensor_variable(np.asarray(ball.weights, dtype="float64"))
+            m = pt.as_tensor_variable(np.asarray(ball.weights, dtype="float64"))
+            v = (z / m) * (rho / pt.dot(pt.abs(z), pt.ones_like(z)))
         w_expr = v if tuple(ctx.shapes[name]) == (d,) else pt.reshape(v, ctx.shapes[name])
         if w_expr.dtype != rv.dtype:
             w_expr = w_expr.astype(rv.dtype)
         w_det = model_deterministic(w_expr, *dims)
         w_det.name = name
         # prior density of w, polar Jacobian (d-1) ln rho, and ln |d rho / d t|
-        log_jac = (d - 1) * pt.log(rho) + math.log(radius) - pt.softplus(-t) - pt.softplus(t)
+        log_jac = pt.sum((d - 1) * pt.log(rho) + math.log(radius) - pt.softplus(-t) - pt.softplus(t))
         pot = model_potential(pm.logp(rv, w_expr).sum() + log_jac)
         pot.name = name + AUX_SUFFIXES[2]
         replacements.append((node.outputs[0], w_det))
         extra_outputs.append(pot)
         # start at half the radius, in a public direction
         initvals[z_name] = np.ones(d) / math.sqrt(d)
-        initvals[t_name] = np.array(0.0)
+        initvals[t_name] = np.zeros(1)
 
     for i, c in enumerate(potentials):
         L = factor_lipschitz[c.factor]
@@ -173,7 +250,7 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         toposort_replace(fgraph, tuple(replacements))
     for out in extra_outputs:
         fgraph.add_output(out)
-    new_model = model_from_fgraph(fgraph, mutate_fgraph=True)
+    new_model = rebuild_model(fgraph)
 
     if potentials:
         start = _start_inside(constraints, ctx)
@@ -202,19 +279,54 @@ def _graph_inputs_and_rvs(model):
     return out
 
 
-def _interval_initval(lo: float, hi: float, draws: np.ndarray) -> np.ndarray:
+def _strictly_increasing(start: np.ndarray, lo, hi) -> np.ndarray:
+    """An ordered start inside the box: sorted, and spread where elements coincide."""
+    x = np.sort(np.asarray(start, dtype=float).reshape(-1))
+    lo = np.broadcast_to(np.asarray(lo, float), x.shape)
+    hi = np.broadcast_to(np.asarray(hi, float), x.shape)
+    for i in range(1, len(x)):
+        if x[i] <= x[i - 1]:
+            gap = (hi[i] - x[i - 1]) if math.isfinite(hi[i]) else 1.0
+            x[i] = x[i - 1] + 1e-3 * max(gap, 1e-9)
+    return x.reshape(np.shape(start))
+
+
+def _interval_end(end, name: str, side: str):
+    """A transform's bound: None when every element is unbounded on that side, else the values."""
+    end = np.asarray(end, dtype=float)
+    finite = np.isfinite(end)
+    if not np.any(finite):
+        return None
+    if not np.all(finite):
+        raise NotImplementedError(f"{name!r}: some elements have a {side} bound and others none")
+    return float(end.reshape(-1)[0]) if np.ptp(end) == 0 else end
+
+
+def _interval_initval(lo, hi, draws: np.ndarray) -> np.ndarray:
+    """A start inside ``[lo, hi]`` where the prior puts mass: per element, the median of the
+    public prior draws that fall inside, else the midpoint, else a point near the finite end."""
+    draws = np.asarray(draws, dtype=float)
     shape = draws.shape[1:]
-    if math.isfinite(lo) and math.isfinite(hi):
-        return np.full(shape, 0.5 * (lo + hi))
-    # a robust prior location, moved inside the half-line
-    center = float(np.median(draws))
-    if math.isfinite(lo):
-        value = max(center, lo + max(abs(lo), 1.0))
-    elif math.isfinite(hi):
-        value = min(center, hi - max(abs(hi), 1.0))
-    else:
-        value = center
-    return np.full(shape, value)
+    lo = np.broadcast_to(np.asarray(lo, dtype=float), shape)
+    hi = np.broadcast_to(np.asarray(hi, dtype=float), shape)
+    flat = draws.reshape(len(draws), -1)
+    out = np.empty(flat.shape[1])
+    for j, (a, b) in enumerate(zip(lo.reshape(-1), hi.reshape(-1))):
+        col = flat[:, j]
+        inside = col[(col > a) & (col < b)]
+        if inside.size:
+            value = float(np.median(inside))
+        elif math.isfinite(a) and math.isfinite(b):
+            value = 0.5 * (a + b)
+        else:
+            spread = float(np.subtract(*np.quantile(col, [0.75, 0.25]))) or 1.0
+            value = a + spread if math.isfinite(a) else (b - spread if math.isfinite(b) else float(np.median(col)))
+        out[j] = value
+    if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
+        out = np.clip(out, lo.reshape(-1) + 1e-9 * (hi - lo).reshape(-1), hi.reshape(-1) - 1e-9 * (hi - lo).reshape(-1))
+    out = out.reshape(shape)
+    # ordered vectors: keep the start ordered
+    return out
 
 
 def _start_inside(constraints, ctx) -> dict[str, np.ndarray]:

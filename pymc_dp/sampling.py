@@ -15,8 +15,10 @@ initvals; nutpie's ``freeze_dims_and_data`` for its JAX backend) still accept it
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
+import logging
 import sys
 import warnings
 from typing import Any, Mapping
@@ -173,17 +175,39 @@ def run_mcmc(
             kwargs["nuts_sampler_kwargs"] = _blackjax_chain_method(kwargs.get("nuts_sampler_kwargs"), chains)
         kwargs.setdefault("compute_convergence_checks", False)
         kwargs.setdefault("progressbar", False)
-        idata = pm.sample(
-            draws=draws_per_chain,
-            tune=tune,
-            chains=chains,
-            model=model,
-            initvals=dict(initvals),
-            return_inferencedata=True,
-            **kwargs,
-        )
+        with _without_short_trace_warning():
+            idata = pm.sample(
+                draws=draws_per_chain,
+                tune=tune,
+                chains=chains,
+                model=model,
+                initvals=dict(initvals),
+                return_inferencedata=True,
+                **kwargs,
+            )
         posterior = idata.posterior
     return posterior_only(posterior, model)
+
+
+class _ShortTraceFilter(logging.Filter):
+    """Drops PyMC's "Only N samples per chain" warning: a release has as many draws as its
+    privacy budget allows (``draws`` in ``private(...)``), which pymc_dp, not the user's call to
+    ``sample``, decides; the diagnostics advice does not apply to it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "samples per chain. Reliable r-hat" not in record.getMessage()
+
+
+@contextlib.contextmanager
+def _without_short_trace_warning():
+    """Silence that one warning of PyMC's sampler logger for one call, nothing else."""
+    logger = logging.getLogger("pymc.sampling.mcmc")
+    flt = _ShortTraceFilter()
+    logger.addFilter(flt)
+    try:
+        yield
+    finally:
+        logger.removeFilter(flt)
 
 
 #: the suffix of the indicator potentials of Theta_L (pymc_dp.rewrite): 0 inside, -inf outside

@@ -50,6 +50,7 @@ from pymc_dp.truncate import (
     FactorRegion,
     Infeasible,
     RegionContext,
+    constraints_box,
     exact_log_mass,
     prior_mass,
     solve_factor,
@@ -68,6 +69,9 @@ _PROBE_FLOOR = 1e-9
 _GAIN = 1e-7
 #: log-weights are kept within this distance of the first one (shares down to e^-30 of the rest)
 _Z_BOUND = 30.0
+#: separable splits of more factors than this keep the multiplier search's answer unpolished
+#: (a Nelder-Mead over J - 1 shares costs J solves per step)
+_POLISH_MAX = 8
 
 
 class InfeasibleBudget(BudgetExceededError):
@@ -211,6 +215,11 @@ def _log_mass(regions, ctx) -> float:
     exact = exact_log_mass(cons, ctx)
     if exact is not None:
         return exact
+    box = constraints_box(cons, ctx)
+    if box is not None:  # in log space: a tiny mass still ranks the candidates
+        from pymc_dp.boxes import box_log_mass
+
+        return box_log_mass(box, ctx)
     p, _ = prior_mass(cons, ctx)
     return math.log(p) if p > 0 else -math.inf
 
@@ -337,15 +346,32 @@ def choose_split(
     lifted_min = lift(mins, reads, unit)
     if lifted_min >= delta:
         raise InfeasibleBudget(mins, float(delta), lifted_min, unit, certified)
+    start = None
+    if unit == "record" and _separable(factors, equal_regions, ctx):
+        # the log mass is a sum over factors: a multiplier search, then (few factors) a polish
+        shares = _lagrangian_split(factors, float(delta), mins, objective, ctx, reads, unit)
+        if shares is not None:
+            value, regions = objective(shares)
+            if regions is not None and value > equal_log + _GAIN:
+                start = shares
+        if J > _POLISH_MAX:
+            if start is not None:
+                return result(start, objective(start)[1], "optimised", mins)
+            return result(equal, equal_regions, "equal", mins)
     boundary = _Boundary(names, reads, unit, delta, mins)
 
-    if equal_regions is not None:
+    if start is not None:
+        z0 = boundary.weights_of(start)
+    elif equal_regions is not None:
         z0 = boundary.weights_of(equal)
     else:  # the minimums plus an equal share of the rest
         z0 = np.zeros(J)
     z0 = np.clip(z0 - z0[0], -_Z_BOUND, _Z_BOUND)
 
     best = {"value": equal_log, "shares": equal, "regions": equal_regions}
+    if start is not None:
+        value, regions = objective(start)
+        best = {"value": value, "shares": start, "regions": regions}
 
     def g(u: np.ndarray) -> float:
         z = np.concatenate([[0.0], np.clip(u, -_Z_BOUND, _Z_BOUND)])
@@ -390,6 +416,122 @@ def choose_split(
     if equal_regions is not None and not best["value"] > equal_log + _GAIN:
         return result(equal, equal_regions, "equal", mins)
     return result(best["shares"], best["regions"], "optimised", mins)
+
+
+def _signature(factor, ctx):
+    """A key equal for factors whose regions are the same function of their share (the same
+    family, domain, observed shape and parameters that are a free RV with the same constant-
+    parameter prior, or the same constant), None when no such key is computed."""
+    from pytensor.graph.basic import Constant
+
+    from pymc_dp.factors import IndexForm, LinkForm, PointForm
+    from pymc_dp.truncate import _constant_params, _observed_shape, _plain_free_rv
+
+    def rv_sig(expr):
+        name = _plain_free_rv(expr, ctx)
+        if name is None:
+            return None
+        rv = ctx.free[name]
+        params = _constant_params(rv)
+        if params is None:
+            return None
+        return (type(rv.owner.op).__name__, tuple(p.tobytes() for p in params), tuple(ctx.shapes[name]), str(rv.dtype),
+                type(ctx.model.rvs_to_transforms.get(rv)).__name__)
+
+    parts = []
+    for form in factor.forms:
+        link = None
+        if isinstance(form, LinkForm):
+            link, form = form.link, form.inner
+        if isinstance(form, PointForm):
+            sig = rv_sig(form.expr)
+            if sig is None:
+                if ctx.free_rvs_of(form.expr) or not isinstance(form.expr, Constant):
+                    return None
+                sig = ("const", np.asarray(form.expr.data).tobytes())
+        elif isinstance(form, IndexForm):
+            sig = rv_sig(form.table)
+            if sig is None:
+                return None
+            sig = ("index", sig, ctx.domains[form.container])
+        else:
+            return None
+        parts.append((link, sig))
+    return (type(factor.op).__name__, ctx.domains[factor.observed_container], _observed_shape(factor, ctx), tuple(parts))
+
+
+def _separable(factors, equal_regions, ctx) -> bool:
+    """Whether the log prior mass is a sum of one term per factor: the factors' constraints
+    bind disjoint free RVs, each with an exact (independent-root) mass."""
+    if equal_regions is None:
+        return False
+    seen: set = set()
+    for f in factors:
+        cons = equal_regions[f.name].constraints
+        names = {c.var for c in cons if hasattr(c, "var")} | {v for c in cons for v in getattr(c, "vars", ())}
+        if names & seen or exact_log_mass(cons, ctx) is None:
+            return False
+        seen |= names
+    return True
+
+
+def _lagrangian_split(factors, delta, mins, objective, ctx, reads, unit, points: int = 28):
+    """The split maximising ``sum_j g_j(L_j)`` subject to ``sum_j L_j = delta`` when the log
+    mass is a sum of per-factor terms ``g_j`` (:func:`_separable`): each ``g_j`` is tabulated on
+    a grid of shares above its minimum, and the multiplier ``lambda`` of the budget is found by
+    bisection so that the shares maximising ``g_j(L) - lambda L`` fill the budget. J x points
+    solves instead of a search over J - 1 dimensions; any split it returns lifts to ``delta``."""
+    total_min = sum(mins[f.name] for f in factors)
+    room = delta - total_min
+    if room <= 0:
+        return None
+    grid_u = np.geomspace(1e-4, 1.0, points)
+    tables = []
+    by_signature: dict = {}  # identical factors (same family, domain, prior, shapes) share a table
+    for f in factors:
+        shares = mins[f.name] + room * grid_u
+        sig = _signature(f, ctx)
+        key = None if sig is None else (sig, mins[f.name])
+        if key is not None and key in by_signature:
+            tables.append((shares, by_signature[key]))
+            continue
+        values = []
+        for share in shares:
+            region = objective.region(f, float(share))
+            if region is None:
+                values.append(-math.inf)
+                continue
+            value = exact_log_mass(region.constraints, ctx)
+            values.append(-math.inf if value is None else value)
+        values = np.asarray(values, dtype=float)
+        if key is not None:
+            by_signature[key] = values
+        tables.append((shares, values))
+
+    def pick(lam):
+        return np.array([sh[np.argmax(np.where(np.isfinite(v), v - lam * sh, -np.inf))] for sh, v in tables])
+
+    lo, hi = 0.0, 1.0
+    while pick(hi).sum() > delta and hi < 1e12:
+        lo, hi = hi, hi * 4.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if pick(mid).sum() > delta:
+            lo = mid
+        else:
+            hi = mid
+    chosen = pick(hi)
+    m = np.array([mins[f.name] for f in factors])
+    spent = chosen.sum() - m.sum()
+    if spent <= 0:
+        return None
+    chosen = m + (chosen - m) * (room / spent)  # the whole budget: a larger share never loses mass
+    shares = {f.name: float(v) for f, v in zip(factors, chosen)}
+    for i in range(60):  # never above Delta, rounding included
+        if lift(shares, reads, unit) <= delta:
+            return shares
+        shares = {k: mins[k] + (v - mins[k]) * (1 - 2.0 ** (i - 52)) for k, v in shares.items()}
+    return None  # pragma: no cover
 
 
 class _Budget(Exception):

@@ -43,6 +43,7 @@ from pymc_dp.rules import NP, Bounds, log_density_range
 
 __all__ = [
     "IntervalConstraint",
+    "ElementIntervalConstraint",
     "NormBallConstraint",
     "PotentialConstraint",
     "FactorRegion",
@@ -81,6 +82,29 @@ class IntervalConstraint:
 
 
 @dataclass(frozen=True)
+class ElementIntervalConstraint:
+    """Element ``i`` of free RV ``var`` lies in ``[lower[i], upper[i]]`` (flattened order).
+
+    Per-element bounds, for RVs whose elements are not exchangeable (ordered cutpoints with
+    different prior means: disjoint boxes keep them ordered)."""
+
+    var: str
+    lower: tuple
+    upper: tuple
+
+    def contains(self, draws: dict[str, np.ndarray]) -> np.ndarray:
+        v = draws[self.var].reshape(len(draws[self.var]), -1)
+        return np.all((v >= np.asarray(self.lower)) & (v <= np.asarray(self.upper)), axis=1)
+
+    def describe(self) -> str:
+        pairs = ", ".join(f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(self.lower, self.upper))
+        return f"{self.var} in {pairs} (elementwise)"
+
+    def to_dict(self) -> dict:
+        return {"kind": "element_interval", "var": self.var, "lower": list(self.lower), "upper": list(self.upper)}
+
+
+@dataclass(frozen=True)
 class NormBallConstraint:
     """``||var||`` at most ``radius``: l2, or the weighted l1 norm ``sum_i weights_i |var_i|``."""
 
@@ -100,7 +124,7 @@ class NormBallConstraint:
     def describe(self) -> str:
         if self.weights is None:
             return f"||{self.var}||_2 <= {self.radius:.6g}"
-        return f"sum_i m_i |{self.var}_i| <= {self.radius:.6g} (m = {list(np.round(self.weights, 6))})"
+        return f"sum_i m_i |{self.var}_i| <= {self.radius:.6g} (m = {[round(float(w), 6) for w in self.weights]})"
 
     def to_dict(self):
         return {
@@ -142,6 +166,54 @@ class FactorRegion:
     constraints: list
     solver: str
     min_lipschitz: float | None = None
+
+
+# --------------------------------------------------------------------------- prior draws
+def prior_draws(model, draws: int, seed: int) -> dict[str, np.ndarray]:
+    """``draws`` public draws of the model's free RVs from their prior, by name.
+
+    When every free RV is a PyTensor ``RandomVariable`` whose parameters are constants (no free
+    RV parent), each is drawn directly by its Op's NumPy sampler in one vectorised call per RV;
+    otherwise PyMC's ``pm.draw`` samples the joint prior ancestrally (one compiled call per draw,
+    seconds for thousands of draws of many RVs). Both depend on the seed, the prior and the
+    shapes only."""
+    import pymc as pm
+    from pytensor.tensor.random.op import RandomVariable
+
+    rvs = list(model.free_RVs)
+    if not rvs:
+        return {}
+    direct = []
+    for rv in rvs:
+        op = rv.owner.op
+        params = _constant_params(rv) if isinstance(op, RandomVariable) else None
+        if params is None:
+            direct = None
+            break
+        direct.append((rv, op, params))
+    if direct is not None:
+        rng = np.random.default_rng(seed)
+        out = {}
+        try:
+            for rv, op, params in direct:
+                shape = tuple(int(v) for v in _shape_of_rv(rv))
+                batch = shape[: len(shape) - op.ndim_supp]  # a sampler's size excludes the support
+                value = np.asarray(op.rng_fn(rng, *params, size=(draws,) + batch))
+                if value.shape != (draws,) + shape:
+                    raise ValueError("shape")
+                out[rv.name] = value
+            return out
+        except Exception:  # an Op whose sampler wants other arguments: the general path
+            pass
+    values = pm.draw(rvs, draws=draws, random_seed=seed)
+    return {rv.name: np.asarray(v) for rv, v in zip(rvs, values)}
+
+
+def _shape_of_rv(rv) -> tuple:
+    shape = tuple(rv.type.shape)
+    if all(s is not None for s in shape):
+        return shape
+    return tuple(pytensor.function([], rv.shape, mode="FAST_COMPILE")())
 
 
 # --------------------------------------------------------------------------- context
@@ -263,13 +335,14 @@ def _grid_for_support(lo: float, hi: float, center: float | None = None, n: int 
     return hi - np.exp(np.linspace(-30, 30, n))[::-1]
 
 
-def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: float):
+def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: float, values: np.ndarray | None = None):
     """``[t_lo, t_hi]`` around the minimiser of f with ``f <= level``; None ends are unbounded.
 
     Returns ``(t_lo, t_hi, f_min)``; ``t_lo is None`` means the set reaches the grid's lower end.
-    Raises ValueError when ``min f > level``.
+    Raises ValueError when ``min f > level``. ``values``: f on the grid, when already known.
     """
-    values = np.array([f(t) for t in grid])
+    if values is None:
+        values = np.array([f(t) for t in grid])
     values = np.where(np.isfinite(values), values, np.inf)
     i = int(np.argmin(values))
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
@@ -306,7 +379,9 @@ def _numeric(expr) -> np.ndarray:
 # --------------------------------------------------------------------------- solvers
 def solve_factor(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
     """Constraints on the free RVs that keep ``L_factor <= share``; see the module docstring."""
-    for solver in (solve_affine, solve_location_scale, solve_scalar):
+    from pymc_dp.boxes import solve_box
+
+    for solver in (solve_affine, solve_location_scale, solve_scalar, solve_box):
         region = solver(factor, share, ctx)
         if region is not None:
             return region
@@ -361,13 +436,21 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     if not _reads_elementwise(factor, ctx.free[name], ctx):
         return None  # elements of v mix (z[0] - 2 z[1], softmax(z), ...): the all-equal scan would not bound the box
     shape = ctx.shapes[name]
-    fn = ctx.compile_in(L, [name])
-    per_elem = ctx.cached(
-        ctx.key(factor, "per_element"),
-        lambda: factor.lipschitz_per_element(ctx.domains) + pt.zeros_like(factor.observed, dtype="float64"),
-    )
-    fn_elem = ctx.compile_in(per_elem, [name])
     dtype = ctx.free[name].dtype
+    direct = ctx.cached(ctx.key(factor, "numpy_rule", name), lambda: _numpy_rule(factor, name, ctx))
+    if direct is not None:  # the rule in NumPy: no graph to compile for this factor
+        def fn(v):
+            return direct(float(np.asarray(v).reshape(-1)[0]))[0]
+
+        def fn_elem(v):
+            return direct(float(np.asarray(v).reshape(-1)[0]))[1]
+    else:
+        fn = ctx.compile_in(L, [name])
+        per_elem = ctx.cached(
+            ctx.key(factor, "per_element"),
+            lambda: factor.lipschitz_per_element(ctx.domains) + pt.zeros_like(factor.observed, dtype="float64"),
+        )
+        fn_elem = ctx.compile_in(per_elem, [name])
     memo = ctx.cached(ctx.key(factor, "f", name), dict)  # t -> f(t): f does not depend on the share
 
     def f(t):
@@ -377,8 +460,18 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
             value = memo[t] = float(fn(np.full(shape, t, dtype=dtype)))
             return value
 
+    grid = _grid_for_support(lo_s, hi_s)
+
+    def grid_values():
+        if direct is not None:  # the whole grid in one vectorised call
+            values = direct.many(grid)
+            memo.update(zip((float(t) for t in grid), (float(v) for v in values)))
+            return np.asarray(values, dtype=float)
+        return np.array([f(t) for t in grid])
+
+    values = ctx.cached(ctx.key(factor, "grid_values", name), grid_values)  # share-independent
     try:
-        t_lo, t_hi, f_min = _sublevel_interval(f, _grid_for_support(lo_s, hi_s), share)
+        t_lo, t_hi, f_min = _sublevel_interval(f, grid, share, values)
     except ValueError as err:
         raise Infeasible(factor.name, float(err.args[0])) from None
     lower = lo_s if t_lo is None else t_lo
@@ -394,6 +487,8 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         if any(isinstance(form, IndexForm) and form.table is ctx.free[name] for form in _forms(factor)):
             value = max(value, _hull_lipschitz(factor, name, np.float64(max(lo_t, lo_s)), np.float64(min(hi_t, hi_s)), ctx))
         inner = np.linspace(max(lo_t, -1e6), min(hi_t, 1e6), 101)[1:-1] if all(map(math.isfinite, (lo_t, hi_t))) else []
+        if len(inner) and direct is not None:
+            return max(value, float(np.max(direct.many(inner))))
         for t in inner:
             value = max(value, f(t))
         return value
@@ -413,6 +508,90 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         None if not math.isfinite(upper) or upper >= hi_s else float(upper),
     )
     return FactorRegion(factor, share, [constraint], "interval", f_min)
+
+
+def _observed_shape(factor: Factor, ctx: RegionContext) -> tuple[int, ...]:
+    """The observed value's shape: the container's (shapes are public), else computed."""
+    from pymc_dp.predictor import strip_identity
+
+    obs = strip_identity(factor.observed)
+    if hasattr(obs, "get_value"):
+        return tuple(int(v) for v in np.shape(obs.get_value()))
+    return tuple(int(v) for v in ctx.numeric(factor.observed.shape))
+
+
+def _numpy_rule(factor: Factor, name: str, ctx: RegionContext):
+    """``t -> (L, per-element L)`` with every element of free RV ``name`` at ``t``, evaluated by
+    the rule in NumPy, when each parameter is that RV itself (up to casts and broadcasting), a
+    table of it indexed by a private label, an increasing link of these, or a public constant;
+    None otherwise (the caller compiles the rule's PyTensor graph instead).
+
+    The NumPy and PyTensor forms of a rule are one derivation written against two namespaces
+    (``rules._xp``) and are tested equal; this path only skips compiling a graph per factor."""
+    from pymc_dp.factors import LINK_SPACES
+    from pymc_dp.rules import element_lipschitz
+    from pymc_dp.rules._xp import NP as np_xp
+
+    info = factor.info
+    if info is None or factor.observed_container is None:
+        return None
+    makers = []
+    for pname, form in zip(info.param_names, factor.forms):
+        link, space = None, "natural"
+        if isinstance(form, LinkForm):
+            space = LINK_SPACES.get((info.family, pname, form.link)) or "natural"
+            link = None if space != "natural" else form.link
+            form = form.inner
+            if isinstance(form, LinkForm):
+                return None
+        if isinstance(form, PointForm) and _plain_free_rv(form.expr, ctx) == name:
+            makers.append((link, space, None))
+        elif isinstance(form, IndexForm) and _plain_free_rv(form.table, ctx) == name:
+            makers.append((link, space, None))
+        elif isinstance(form, PointForm) and not ctx.free_rvs_of(form.expr):
+            if link is not None or space != "natural":
+                return None
+            makers.append((None, "natural", ctx.numeric(form.expr)))
+        else:
+            return None
+    domain = ctx.domains[factor.observed_container]
+    obs_shape = _observed_shape(factor, ctx)
+    links = {"sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)), "exp": np.exp, "log": np.log,
+             "softplus": lambda x: np.logaddexp(0.0, x), "tanh": np.tanh}
+
+    ndim = len(obs_shape)
+
+    def evaluate(ts: np.ndarray):
+        """Per-element constants for every ``t`` in ``ts``: shape ``(len(ts),) + obs_shape``."""
+        params = []
+        lead = ts.reshape((-1,) + (1,) * ndim)
+        for link, space, const in makers:
+            if const is not None:
+                params.append(Bounds.point(np.asarray(const, dtype=float)[None]))
+                continue
+            value = lead
+            if link is not None:
+                with np.errstate(all="ignore"):
+                    value = links[link](value)
+            params.append(Bounds(value, value, space=space))
+        with np.errstate(all="ignore"):
+            per = np.asarray(element_lipschitz(factor.op, domain, tuple(params), np_xp), dtype=float)
+        return np.broadcast_to(per, (len(ts),) + obs_shape)
+
+    def records(per: np.ndarray) -> np.ndarray:
+        """Per-record constants' maximum, for each leading entry."""
+        k = per.shape[0]
+        if per.ndim > 2:
+            per = per.reshape(k, per.shape[1], -1).sum(axis=2)
+        out = per.reshape(k, -1).max(axis=1) if per.ndim > 1 and per.shape[1] else per.reshape(k, -1).max(axis=1)
+        return np.where(np.isnan(out), np.inf, out)
+
+    def rule(t: float):
+        per = evaluate(np.asarray([t], dtype=float))
+        return float(records(per)[0]), per[0]
+
+    rule.many = lambda ts: records(evaluate(np.asarray(ts, dtype=float)))
+    return rule
 
 
 def _hull_lipschitz(factor: Factor, name: str, lo: np.float64, hi: np.float64, ctx: RegionContext) -> float:
@@ -738,15 +917,20 @@ def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorR
         best, point = ctx.cached(ctx.key(factor, "potential_search"), lambda: _search_minimum(L, names, values, ctx))
         if best > share:
             raise Infeasible(factor.name, float(min(best, np.min(values))), certified=False)
-        start = point
+        _, start = ctx.cached(ctx.key(factor, "potential_start", share),
+                              lambda: _search_minimum(L, names, values, ctx, share=share))
     constraint = PotentialConstraint(factor.name, share, tuple(names), evaluate, start)
     return FactorRegion(factor, share, [constraint], "potential", None)
 
 
-def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5) -> tuple[float, dict]:
+def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5, share: float | None = None) -> tuple[float, dict]:
     """Least ``L`` found by Nelder-Mead over the free RVs' unconstrained values (PyMC's value
     transforms), from the ``starts`` best prior draws. A heuristic: it finds a point inside the
-    region, never proves there is none."""
+    region, never proves there is none.
+
+    With ``share``, the point returned is then moved, along the segment towards the prior draw of
+    highest prior density, as far as the constant stays within ``share``: a start where the prior
+    has mass, not at the edge of the region where the minimiser of the constant often lies."""
     model = ctx.model
     rvs = [ctx.free[k] for k in names]
     value_vars = [model.rvs_to_values[rv] for rv in rvs]
@@ -775,7 +959,10 @@ def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5) -> tu
         value = float(fn(*unpack(z)))
         return value if np.isfinite(value) else np.inf
 
-    best_value, best_point = np.inf, None
+    def pack(i):
+        return np.concatenate([np.asarray(fwd(ctx.draws[k][int(i)]), dtype=float).ravel() for fwd, k in zip(forward, names)])
+
+    best_value, best_z = np.inf, None
     for i in np.argsort(values)[:starts]:
         templates = [np.asarray(fwd(ctx.draws[k][int(i)]), dtype=float) for fwd, k in zip(forward, names)]
         z0 = np.concatenate([t.ravel() for t in templates])
@@ -783,9 +970,57 @@ def _search_minimum(L, names, values, ctx: RegionContext, starts: int = 5) -> tu
             objective, z0, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 400 * (len(z0) + 1)}
         )
         if res.fun < best_value:
-            best_value = float(res.fun)
-            best_point = {k: np.asarray(bwd(z)) for k, bwd, z in zip(names, backward, unpack(res.x))}
-    return best_value, best_point
+            best_value, best_z = float(res.fun), np.asarray(res.x, dtype=float)
+    if best_z is None:
+        return best_value, None
+    if share is not None and best_value <= share:
+        best_z = _toward_prior(best_z, objective, pack, share, ctx, names, sizes=[t.size for t in templates])
+    point = {k: np.asarray(bwd(z)) for k, bwd, z in zip(names, backward, unpack(best_z))}
+    return best_value, point
+
+
+def _toward_prior(z_in, objective, pack, share, ctx: RegionContext, names, sizes=None) -> np.ndarray:
+    """A start inside the region where the prior has mass, a margin away from its wall.
+
+    From ``z_in`` (inside the region), each variable in turn (``sizes``: their lengths in the
+    unconstrained vector ``z``; two passes) moves towards the centre of the prior (the
+    coordinatewise median of the public prior draws, unconstrained) as far as the constant stays
+    at most a level strictly inside the share (80% of it, or halfway from ``z_in``'s constant to
+    the share): bisection on each variable's segment. Variable by variable, because a joint
+    segment can leave the region at once -- the minimiser of a Normal factor's constant has a
+    huge scale *and* huge locations, and shrinking the scale first is infeasible, while moving
+    the locations first then frees the scale (radon's LKJ model started at ``sigma = 1e80``,
+    where NUTS cannot move). A start near the wall would make a sampler's first steps cross it.
+    """
+    n = len(next(iter(ctx.draws.values())))
+    sample = np.stack([pack(i) for i in range(min(n, 400))])
+    target = np.median(sample, axis=0)
+    if target.shape != z_in.shape:  # pragma: no cover - same variables, same sizes
+        return z_in
+    if objective(target) <= share * 0.8:
+        return target
+    z = np.array(z_in, dtype=float)
+    level = max(0.8 * share, objective(z) + 0.5 * (share - objective(z)))
+    bounds = np.cumsum([0, *(sizes or [len(z)])])
+    blocks = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])] + [slice(0, len(z))]
+    for _ in range(2):
+        for block in blocks:
+            step = np.zeros_like(z)
+            step[block] = target[block] - z[block]
+            if not np.any(step):
+                continue
+            if objective(z + step) <= level:
+                z = z + step
+                continue
+            lo, hi = 0.0, 1.0
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                if objective(z + mid * step) <= level:
+                    lo = mid
+                else:
+                    hi = mid
+            z = z + lo * step
+    return z
 
 
 # --------------------------------------------------------------------------- prior mass
@@ -794,6 +1029,16 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
     exact = _exact_mass(constraints, ctx)
     if exact is not None:
         return exact, "exact"
+    box = constraints_box(constraints, ctx)
+    if box is not None:
+        from pymc_dp.boxes import box_mass_estimate
+
+        log_mass, rel_se, how = box_mass_estimate(box, ctx)
+        if math.isfinite(log_mass) and log_mass < -700:  # below the smallest float: say how small
+            how = f"{how}; log of the mass {log_mass:.5g}"
+        if rel_se is None:
+            return math.exp(log_mass), how
+        return math.exp(log_mass), f"{how}; relative standard error {rel_se:.2g}"
     ok = np.ones(len(next(iter(ctx.draws.values()))), bool)
     for c in constraints:
         ok &= c.contains(ctx.draws)
@@ -803,6 +1048,26 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
         return p, f"monte carlo (n={n}): no prior draw inside, mass below {3.0 / n:.2g} (95% upper bound)"
     se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
     return p, f"monte carlo (n={n}, se={se:.2g})"
+
+
+def constraints_box(constraints, ctx: RegionContext) -> dict | None:
+    """The box ``name -> (lo, hi)`` that interval constraints describe (None if any is not one)."""
+    box: dict = {}
+    for c in constraints:
+        if isinstance(c, IntervalConstraint):
+            lo = -math.inf if c.lower is None else c.lower
+            hi = math.inf if c.upper is None else c.upper
+        elif isinstance(c, ElementIntervalConstraint):
+            shape = ctx.shapes[c.var]
+            lo, hi = np.reshape(c.lower, shape), np.reshape(c.upper, shape)
+        else:
+            return None
+        lo_s, hi_s = ctx.support(c.var)
+        if math.isnan(lo_s):
+            lo_s, hi_s = -math.inf, math.inf
+        prev = box.get(c.var, (lo_s, hi_s))
+        box[c.var] = (np.maximum(prev[0], lo), np.minimum(prev[1], hi))
+    return box
 
 
 def _is_root(rv, ctx) -> bool:
@@ -832,10 +1097,63 @@ def exact_log_mass(constraints, ctx) -> float | None:
         return float(sum(float(np.sum(np.log(value))) if kind == "elements" else math.log(value) if value > 0 else -math.inf for kind, value in pieces))
 
 
+def _constant_params(rv) -> list[np.ndarray] | None:
+    """The values of ``rv``'s distribution parameters when all are constants (None otherwise)."""
+    from pytensor.graph.basic import Constant
+
+    from pymc_dp.predictor import strip_identity
+
+    out = []
+    for p in rv.owner.op.dist_params(rv.owner):
+        p = strip_identity(p)
+        while p.owner is not None and isinstance(p.owner.op, DimShuffle) and p.owner.op.is_expand_dims:
+            p = strip_identity(p.owner.inputs[0])
+        if not isinstance(p, Constant):
+            return None
+        out.append(np.asarray(p.data, dtype=float))
+    return out
+
+
+#: RV Op name -> its SciPy distribution from the Op's dist_params (PyTensor's parametrisations)
+_SCIPY = {
+    "NormalRV": lambda mu, sigma: stats.norm(mu, sigma),
+    "HalfNormalRV": lambda loc, scale: stats.halfnorm(loc, scale),
+    "BetaRV": lambda a, b: stats.beta(a, b),
+    "ExponentialRV": lambda scale: stats.expon(scale=scale),
+    "GammaRV": lambda shape, scale: stats.gamma(shape, scale=scale),
+    "HalfCauchyRV": lambda loc, scale: stats.halfcauchy(loc, scale),
+    "CauchyRV": lambda loc, scale: stats.cauchy(loc, scale),
+    "StudentTRV": lambda nu, mu, sigma: stats.t(nu, mu, sigma),
+    "LogNormalRV": lambda mu, sigma: stats.lognorm(s=sigma, scale=np.exp(mu)),
+    "LaplaceRV": lambda mu, b: stats.laplace(mu, b),
+    "UniformRV": lambda lo, hi: stats.uniform(lo, hi - lo),
+}
+
+
+def _scipy_logcdf(rv):
+    """``value -> log CDF`` from SciPy for a root RV of a common family with constant parameters
+    (no PyTensor function to compile), else None."""
+    make = _SCIPY.get(type(rv.owner.op).__name__)
+    params = _constant_params(rv) if make is not None else None
+    if params is None:
+        return None
+    try:
+        dist = make(*params)
+    except Exception:  # pragma: no cover - a parametrisation SciPy refuses: use PyMC's
+        return None
+    return lambda value: np.asarray(dist.logcdf(value), dtype=float)
+
+
 def _logcdf(rv, name: str, value: float, shape, ctx) -> np.ndarray:
-    """``pm.logcdf(rv, np.full(shape, value)).eval()``; with a cache, compiled once per RV."""
+    """``pm.logcdf(rv, np.full(shape, value)).eval()``; with a cache, compiled once per RV.
+
+    Root RVs of common families with constant parameters use SciPy's log CDF instead (both with
+    and without a cache, so that the two agree bit for bit): nothing to compile."""
     import pymc as pm
 
+    direct = ctx.cached(("scipy_logcdf", name), lambda: _scipy_logcdf(rv))
+    if direct is not None:
+        return np.broadcast_to(direct(np.full(shape, value)), shape)
     if not ctx.cache:
         return pm.logcdf(rv, np.full(shape, value)).eval()
 

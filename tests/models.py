@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 
 import pymc_dp
 from pymc_dp.factors import find_factors
-from pymc_dp.truncate import RegionContext
+from pymc_dp.truncate import RegionContext, prior_draws
 
 #: as in pymc_dp.core (public seed, number of prior draws)
 PRIOR_SEED = 20140901
@@ -140,13 +141,14 @@ def linear(n=100, d=3, seed=0, w_norm=False, fitted=False):
 
 
 def two_param_coin(n=30, seed=0):
-    """``p = sigmoid(a + b)``: two free RVs, no interval solver: the Potential fallback."""
+    """``p = sigmoid(sin(a) + b)``: two free RVs that no interval or box solver reads (``sin``
+    has no range rule): the Potential fallback. (``sigmoid(a + b)`` is now a box.)"""
     rng = np.random.default_rng(seed)
     with pm.Model() as model:
         xd = pm.Data("x", rng.integers(0, 2, n))
         a = pm.Normal("a", 0, 1)
         b = pm.Normal("b", 0, 1)
-        pm.Bernoulli("obs", p=pm.math.sigmoid(a + b), observed=xd)
+        pm.Bernoulli("obs", p=pm.math.sigmoid(pt.sin(a) + b), observed=xd)
     return model, {"x": pymc_dp.Binary()}
 
 
@@ -154,6 +156,4 @@ def setup(model, domains, *, cache=True, draws=PRIOR_DRAWS):
     """The private factors and a RegionContext, as PrivateModel builds them."""
     private = {v: v.name for v in model.data_vars if v.name in domains}
     factors = [f for f in find_factors(model, private, domains) if f.is_private]
-    values = pm.draw(model.free_RVs, draws=draws, random_seed=PRIOR_SEED)
-    prior = {rv.name: np.asarray(v) for rv, v in zip(model.free_RVs, values)}
-    return factors, RegionContext(model, domains, prior, cache=cache)
+    return factors, RegionContext(model, domains, prior_draws(model, draws, PRIOR_SEED), cache=cache)

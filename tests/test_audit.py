@@ -532,3 +532,31 @@ def test_attribute_unit_with_containers_of_different_lengths():
     nu = audit(pmod, method="numerical", max_bases=30)
     assert ex.verdict == nu.verdict == "pass"
     assert nu.measured == pytest.approx(ex.measured, abs=3 * nu.error + 1e-6) and ex.measured > 0.8 * ex.claimed
+
+
+def test_chain_sampler_is_the_default_for_many_parameters_and_draws_only_released_names():
+    """More than two free scalars and no conjugate plan: the statistical audit runs thinned long
+    chains on the truncated posterior; its statistics are the released names and the
+    log-likelihood ratio, never a Deterministic that reads private data (which differs between
+    neighbours by construction and would read as a privacy loss)."""
+    from pymc_dp.auditing import _ChainRuns
+
+    rng = np.random.default_rng(3)
+    n = 12
+    with pm.Model() as model:
+        xd = pm.Data("x", rng.uniform(0, 1, n))
+        yd = pm.Data("y", rng.integers(0, 2, n))
+        b = pm.Normal("b", 0, 1, shape=3)
+        eta = pm.Deterministic("eta", b[0] + b[1] * xd + b[2] * xd * xd)
+        pm.Bernoulli("obs", logit_p=eta, observed=yd)
+    domains = {"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()}
+    pmod = pymc_dp.make_private(model, epsilon=4.0, draws=2, data=domains, ledger=None)
+    x = {"x": np.zeros(n), "y": np.zeros(n, dtype=int)}
+    y = {"x": np.r_[1.0, np.zeros(n - 1)], "y": np.r_[1, np.zeros(n - 1, dtype=int)]}
+    draw_x, _ = _ChainRuns(pmod, x, y, {"tune": 200, "chains": 2}).samplers()
+    out = draw_x(40, np.random.default_rng(0))
+    assert set(out) == {"b", "__log_ratio__"} and out["b"].shape == (40, 3)
+    assert np.all(np.isfinite(out["__log_ratio__"]))
+    res = audit(pmod, runs=200, mcmc_kwargs={"tune": 200, "chains": 2}, random_seed=1)
+    assert res.method == "statistical" and res.sampler == "chain"
+    assert res.verdict in ("pass", "inconclusive") and res.measured <= res.claimed

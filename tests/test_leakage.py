@@ -30,6 +30,8 @@ under which n is private -- add/remove-one neighbours -- is not offered by pymc_
 
 from __future__ import annotations
 
+import os
+
 import json
 import math
 import re
@@ -515,15 +517,20 @@ def test_mcmc_releases_leak_nothing(spec):
     run_example(spec)
 
 
+#: examples per fuzz run: CI's default keeps the suite in its time; PYMC_DP_FUZZ_EXAMPLES=50
+#: (exact) runs the deeper fuzz (MCMC examples: two fifths of it)
+FUZZ_EXAMPLES = int(os.environ.get("PYMC_DP_FUZZ_EXAMPLES", "20"))
+
+
 @pytest.mark.slow
-@settings(max_examples=50, **FUZZ)
+@settings(max_examples=FUZZ_EXAMPLES, **FUZZ)
 @given(specs(EXACT_FAMILIES, mcmc_on_exact=True))
 def test_exact_releases_leak_nothing_many(spec):
     run_example(spec)
 
 
 @pytest.mark.slow
-@settings(max_examples=20, **FUZZ, **NO_SHRINK)
+@settings(max_examples=max(1, 2 * FUZZ_EXAMPLES // 5), **FUZZ, **NO_SHRINK)
 @given(specs(MCMC_FAMILIES))
 def test_mcmc_releases_leak_nothing_many(spec):
     run_example(spec)

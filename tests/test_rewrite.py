@@ -93,8 +93,10 @@ def test_thin_potential_region_is_found_by_search_and_sampled_inside(a):
     pmod = pymc_dp.make_private(_dirichlet(a), epsilon=1.0, draws=40, data={"x": pymc_dp.Integers(0, 2)}, ledger=None)
     cert = pmod.certificate
     assert cert.prior_mass_kept == 0.0 and "upper bound" in cert.prior_mass_method
-    np.testing.assert_allclose(pmod._initvals["p"], np.full(3, 1 / 3), atol=1e-6)
     bound = cert.factors[0].lipschitz
+    start = np.asarray(pmod._initvals["p"])
+    # the start lies inside the thin region, moved from its minimiser (uniform p) towards the prior
+    assert np.log(start.max() / start.min()) <= bound and start.sum() == pytest.approx(1.0)
     for idata in (
         pmod.sample(random_seed=1),
         pmod.sample(method="mcmc", tune=100, chains=2, cores=1, random_seed=1),
@@ -103,17 +105,33 @@ def test_thin_potential_region_is_found_by_search_and_sampled_inside(a):
         assert np.all(np.log(p.max(axis=1) / p.min(axis=1)) <= bound + 1e-9)
 
 
-def test_infeasible_potential_factor_does_not_claim_a_proof():
+def test_infeasible_factor_claims_a_proof_only_with_a_certified_floor():
     rng = np.random.default_rng(0)
     with pm.Model() as model:
         cd = pm.Data("c", rng.integers(0, 11, 30))
         a = pm.Normal("a", 0, 1)
         b = pm.Normal("b", 0, 1)
-        pm.Poisson("count", mu=pm.math.exp(a + b), observed=cd)  # two free RVs: the potential path
+        pm.Poisson("count", mu=pm.math.exp(a + b), observed=cd)  # two free RVs: the box solver
     with pytest.raises(pymc_dp.BudgetExceededError) as info:
         pymc_dp.make_private(model, epsilon=1.0, draws=1, data={"c": pymc_dp.Integers(0, 10)}, ledger=None)
     message = str(info.value)
-    assert "'count'" in message and "a search, not a proof" in message
-    assert "for every parameter value" not in message
-    # the Poisson constant on Integers(0, 10) is at least 2.86, so about 2 x 2.86 per draw
-    assert "about 5.7" in message
+    # the Poisson constant on Integers(0, 10) is at least 2.86 whatever mu (the rule's proved floor)
+    assert "'count'" in message and "cannot be met" in message and "(proved)" in message
+    assert "at least 5.727" in message
+    # the hint names the largest count cap whose floor fits Delta = 0.5
+    assert "Integers(0, 2)" in message
+
+
+def test_infeasible_without_a_floor_does_not_claim_a_proof():
+    # a mixture of two narrow Normals: its family states no floor, so only a search speaks
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        yd = pm.Data("y", rng.uniform(-1, 1, 20))
+        mu = pm.Normal("mu", 0, 1, shape=2)
+        w = pm.Dirichlet("w", np.ones(2))
+        pm.NormalMixture("obs", w=w, mu=mu, sigma=0.01, observed=yd)
+    with pytest.raises(pymc_dp.BudgetExceededError) as info:
+        pymc_dp.make_private(model, epsilon=1.0, draws=1, data={"y": pymc_dp.Interval(-1, 1)}, ledger=None)
+    message = str(info.value)
+    assert "'obs'" in message and "a search, not a proof" in message
+    assert "cannot be met" not in message and "(proved)" not in message

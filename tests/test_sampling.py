@@ -93,7 +93,7 @@ def test_run_mcmc_returns_only_a_posterior_dataset(pmods):
     assert set(post.data_vars) == names  # no sigma_interval__ / transformed values
     assert post.attrs == {}  # no sampling_time, tuning_steps, library versions, ...
     assert all(post[v].attrs == {} for v in post.data_vars)
-    assert set(post.dims) == {"chain", "draw", "w_dim_0", "w__dp_direction_dim_0"}
+    assert set(post.dims) == {"chain", "draw", "w_dim_0", "w__dp_direction_dim_0", "w__dp_radius_dim_0"}
     assert (post.sizes["chain"], post.sizes["draw"]) == (2, 4)
     # the arrays are plain copies, not views into the sampler's trace
     assert all(isinstance(post[v].data, np.ndarray) for v in post.data_vars)

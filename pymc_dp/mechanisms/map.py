@@ -424,10 +424,12 @@ def _tempered_model(core: PrivateModel, beta: float) -> pm.Model:
     (``core.factors``), on a FunctionGraph copy of ``core.model``: neither the user's model nor
     the core's is touched. ``beta == 1``: the copy without a Potential.
     """
-    from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
+    from pymc.model.fgraph import fgraph_from_model
+
+    from pymc_dp.rewrite import rebuild_model
 
     fgraph, _ = fgraph_from_model(core.model)
-    model = model_from_fgraph(fgraph, mutate_fgraph=True)
+    model = rebuild_model(fgraph)
     _same_order(model, core.model)
     if beta != 1.0:
         private = {f.name for f in core.factors}

@@ -103,6 +103,9 @@ class Window:
     half: Any
     space: str = "natural"
     extra: Any = None
+    #: False when the window does not slide at a fixed width (a table's hull, a link of a
+    #: window): only its hull may be used, whatever the family's spec says
+    sliding: bool = True
 
     @property
     def hull(self) -> Bounds:
@@ -203,7 +206,7 @@ def region_lipschitz(op, domain, params: tuple, names: tuple[str, ...] | None = 
     bnb: tuple[int, Span, BranchAndBound] | None = None
     for i, (name, p) in enumerate(zip(names, params)):
         if isinstance(p, Window):
-            choices.append(p.ends() if spec.window == "ends" else [p.hull])
+            choices.append(p.ends() if (spec.window == "ends" and p.sliding) else [p.hull])
         elif isinstance(p, Span):
             mode = spec.params.get(name, "point")
             if p.is_point:
@@ -242,7 +245,8 @@ def region_lipschitz(op, domain, params: tuple, names: tuple[str, ...] | None = 
 
             value = certified_sup_1d(at, span.lo, span.hi, lip, log_scale=mode.log_scale)
         best = value if best is None else np.maximum(best, value)
-    return best
+    # a rule evaluated at an infinite or zero end can give NaN: no certificate there
+    return np.where(np.isnan(best), np.inf, best)
 
 
 def certified_sup_1d(
@@ -261,14 +265,17 @@ def certified_sup_1d(
     ``[v0, v1]`` every element is at most ``max(f(v0), f(v1)) + K (v1 - v0) / 2`` with
     ``K = lipschitz(v0, v1)`` (the sup of a function with Lipschitz constant K between two
     evaluated points). The worst piece is split at its (geometric, with ``log_scale``) midpoint
-    until every element's bound is within ``rel_tol`` (relative, at least ``1e-9`` absolute) of
-    a value attained at an evaluated point. The returned bound is >= the true sup whatever the
-    stopping point: it is the largest piece bound.
+    until the largest element's bound is within ``rel_tol`` (relative, at least ``1e-9``
+    absolute) of the largest value attained at an evaluated point: what a caller that takes the
+    largest record needs. The returned bound is >= the true sup of every element whatever the
+    stopping point: for each element, the largest of its piece bounds.
 
     ``lo`` and ``hi`` must be the same for every element (a scalar interval).
     """
+    import heapq
+
     lo_a, hi_a = np.asarray(lo, float), np.asarray(hi, float)
-    if np.ptp(lo_a) > 0 or np.ptp(hi_a) > 0:
+    if np.any(lo_a != lo_a.reshape(-1)[0]) or np.any(hi_a != hi_a.reshape(-1)[0]):
         raise NoRegionRule("branch and bound needs one interval for every element of its parameter")
     a, b = float(lo_a.reshape(-1)[0]), float(hi_a.reshape(-1)[0])
     if not (math.isfinite(a) and math.isfinite(b)):
@@ -277,30 +284,53 @@ def certified_sup_1d(
         raise NoRegionRule("branch and bound in log scale needs a positive interval")
     to_v = (lambda u: math.exp(u)) if log_scale else (lambda u: u)
     ua, ub = (math.log(a), math.log(b)) if log_scale else (a, b)
-    cache: dict[float, np.ndarray] = {}
+    values: dict[float, np.ndarray] = {}
+    attained = None
 
     def F(u):
-        if u not in cache:
-            cache[u] = np.asarray(f(to_v(u)), dtype=float)
-        return cache[u]
+        nonlocal attained
+        if u not in values:
+            values[u] = np.asarray(f(to_v(u)), dtype=float)
+            attained = values[u] if attained is None else np.maximum(attained, values[u])
+        return values[u]
 
     def bound(u0, u1):
         K = np.asarray(lipschitz(to_v(u0), to_v(u1)), dtype=float)
         return np.maximum(F(u0), F(u1)) + K * (u1 - u0) / 2.0
 
-    pieces = [(ua, ub, bound(ua, ub))] if ub > ua else []
-    if not pieces:
+    def gap(piece_bound):
+        # how far the piece could lie above the largest value attained over all elements: what
+        # a caller that takes the largest record needs. Every element's bound stays sound (a
+        # sup over its piece) whatever the stopping rule; the ones that never lead stay looser.
+        top = float(np.max(attained))
+        return (float(np.max(piece_bound)) - top) / max(abs(top), 1.0)
+
+    if not ub > ua:
         return F(ua)
-    for _ in range(max_pieces):
-        attained = np.max(np.stack(list(cache.values())), axis=0)
-        gaps = [np.max((pb - attained) / np.maximum(np.abs(attained), 1.0)) for _, _, pb in pieces]
-        worst = int(np.argmax(gaps))
-        if gaps[worst] <= rel_tol or all(np.all(pb - attained <= 1e-9) for _, _, pb in pieces):
+    # a lazy max-heap of pieces by their gap to the best value attained so far: a stored gap is
+    # an upper bound of the current one (the attained values only grow), refreshed when popped
+    first = bound(ua, ub)
+    heap = [(-gap(first), ua, ub)]
+    bounds = {(ua, ub): first}
+    while heap and len(bounds) < max_pieces:
+        if not np.isfinite(np.max(attained)):
+            break  # a value attained is infinite (or undefined): so is the sup, splitting cannot help
+        neg, u0, u1 = heapq.heappop(heap)
+        g = gap(bounds[(u0, u1)])
+        if heap and g < -heap[0][0]:  # no longer the worst: put it back with its current gap
+            heapq.heappush(heap, (-g, u0, u1))
+            continue
+        if g <= rel_tol or float(np.max(bounds[(u0, u1)])) - float(np.max(attained)) <= 1e-9:
+            heapq.heappush(heap, (-g, u0, u1))
             break
-        u0, u1, _ = pieces.pop(worst)
+        del bounds[(u0, u1)]
         mid = 0.5 * (u0 + u1)
-        pieces += [(u0, mid, bound(u0, mid)), (mid, u1, bound(mid, u1))]
-    return np.max(np.stack([pb for _, _, pb in pieces]), axis=0)
+        for piece in ((u0, mid), (mid, u1)):
+            pb = bound(*piece)
+            bounds[piece] = pb
+            heapq.heappush(heap, (-gap(pb), *piece))
+    # sound whatever the stopping point: every point lies in a piece, below its bound
+    return np.max(np.stack(list(bounds.values())), axis=0)
 
 
 def nested_candidates(params: tuple) -> tuple:

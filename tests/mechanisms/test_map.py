@@ -421,7 +421,7 @@ def test_refuses_an_infeasible_sensitivity():
 def test_refuses_unsupported_models():
     with pm.Model() as model:
         xd = pm.Data("x", np.array([0, 1, 1]))
-        p = pm.Beta("p", 1, 1, shape=xd.shape[0] * 0 + 1)  # a prior that reads the private data
+        p = pm.Beta("p", 1 + xd.mean() * 0, 1, shape=1)  # a prior that reads the private data's values
         pm.Bernoulli("obs", p=p[0], observed=xd)
     with pytest.raises(UnsupportedFactorError, match="'p'"):
         pymc_dp.private_map(model, epsilon=1.0, data=COIN_DOMAIN, ledger=None)

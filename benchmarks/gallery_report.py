@@ -1,0 +1,177 @@
+"""The PyMC example gallery through pymc_dp: certificate, cost and utility (the table of docs/gallery.md).
+
+For every model of ``examples/gallery`` (gallery sizes: n = 300 rows, the AR series 500, radon's
+919 households) at total epsilon 10 with ``unit="record"``:
+
+* certify with 10 draws (epsilon_0 = 1) and with 1 draw (epsilon_0 = 10): the certified epsilon
+  per draw, the truncation, the prior mass kept (and how it was computed), the wall time to
+  certify; or the refusal and its reason;
+* the non-private posterior (``pm.sample`` on the same model, 4 chains x 1000 draws) and the
+  released draws: for every scalar free parameter, how many posterior sds the released mean lies
+  from the posterior mean; the table gives the median and the largest over the parameters;
+* the statistical audit (chain sampler, 400 runs) of the 10-draw certificate.
+
+Run from the repository root::
+
+    python benchmarks/gallery_report.py            # every model; results/gallery{.json,_table.md}
+    python benchmarks/gallery_report.py radon ...  # some models; prints only
+
+It runs for about an hour on 2 cores (most of it MCMC). Nothing is charged (``ledger=None``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+
+import pymc as pm  # noqa: E402
+
+import pymc_dp  # noqa: E402
+from examples.gallery.try_all import cases  # noqa: E402  (label, module, builder, n) per model
+
+EPSILON = 10.0
+RESULTS = os.path.join(os.path.dirname(__file__), "results", "gallery.json")
+#: the table docs/gallery.md quotes (its prose reads the numbers; paste a new table there)
+TABLE = os.path.join(os.path.dirname(__file__), "results", "gallery_table.md")
+
+
+def flat_params(dataset, names):
+    out = {}
+    for name in names:
+        v = np.asarray(dataset[name].values, float)
+        v = v.reshape(v.shape[0] * v.shape[1], -1)
+        for j in range(v.shape[1]):
+            out[name if v.shape[1] == 1 else f"{name}[{j}]"] = v[:, j]
+    return out
+
+
+def sds_apart(released, reference):
+    gaps = []
+    for key, ref in reference.items():
+        if key in released and np.std(ref) > 0:
+            gaps.append(abs(np.mean(released[key]) - np.mean(ref)) / np.std(ref))
+    return (float(np.median(gaps)), float(np.max(gaps))) if gaps else (float("nan"), float("nan"))
+
+
+def certify(mod, model, draws):
+    t = time.perf_counter()
+    try:
+        pmod = pymc_dp.make_private(model, epsilon=EPSILON, draws=draws, data=mod.DOMAINS, public=mod.PUBLIC, ledger=None)
+        return pmod, None, time.perf_counter() - t
+    except pymc_dp.PrivacyError as exc:
+        return None, f"{type(exc).__name__}: {exc}", time.perf_counter() - t
+
+
+def run_case(label, mod, builder, n):
+    row = {"model": label, "title": mod.TITLE, "n": n}
+    model = builder(mod.make_data(n=n))
+    free = [rv.name for rv in model.free_RVs]
+    reference = None
+    for draws in (10, 1):
+        pmod, refused, seconds = certify(mod, model, draws)
+        key = f"draws={draws}"
+        entry = {"certify_seconds": round(seconds, 2)}
+        if refused:
+            entry["refused"] = refused
+            row[key] = entry
+            continue
+        cert = pmod.certificate
+        entry.update(
+            epsilon_per_draw=cert.epsilon_per_draw,
+            truncation=[t for f in cert.factors for t in f.truncation],
+            solvers=sorted({f.solver for f in cert.factors}),
+            prior_mass_kept=cert.prior_mass_kept,
+            prior_mass_method=cert.prior_mass_method,
+        )
+        if reference is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                idata = pm.sample(model=model, draws=1000, chains=4, random_seed=0, progressbar=False,
+                                  compute_convergence_checks=False)
+            reference = flat_params(idata.posterior, free)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                released = pmod.sample(chains=1, random_seed=1, progressbar=False)
+            names = [n_ for n_ in free if n_ in released.posterior]
+            entry["sds_apart"] = sds_apart(flat_params(released.posterior, names), reference)
+        except pymc_dp.PrivacyError as exc:
+            entry["release_refused"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if draws == 10 and "release_refused" not in entry:
+            t = time.perf_counter()
+            res = pymc_dp.audit(pmod, runs=400, random_seed=0)
+            entry["audit"] = {"method": res.method, "sampler": res.sampler, "verdict": res.verdict,
+                              "measured": res.measured, "claimed": res.claimed,
+                              "seconds": round(time.perf_counter() - t, 1)}
+        row[key] = entry
+    return row
+
+
+def fmt(x, digits=3):
+    return "-" if x is None else f"{x:.{digits}g}"
+
+
+def markdown(rows) -> str:
+    lines = [
+        "| model | n | ε/draw (10 draws) | solver | prior mass kept | certify s | sds apart, 10 draws (median / max) | sds apart, 1 draw | audit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        a, b = r.get("draws=10", {}), r.get("draws=1", {})
+        if "refused" in a:
+            first = a["refused"].split(". To do")[0]
+            lines.append(f"| {r['model']} | {r['n'] or 919} | refused | | | {a['certify_seconds']} | {first[:160]}… | "
+                         f"{'certifies (ε₀ = 10): ' + fmt(b.get('sds_apart', [None])[0]) + ' / ' + fmt(b.get('sds_apart', [None, None])[1]) if 'refused' not in b else 'refused'} | |")
+            continue
+        sa = a.get("sds_apart")
+        sb = b.get("sds_apart")
+        aud = a.get("audit")
+        lines.append(
+            f"| {r['model']} | {r['n'] or 919} | {fmt(a['epsilon_per_draw'])} | {', '.join(a['solvers'])} | "
+            f"{fmt(a['prior_mass_kept'])} ({a['prior_mass_method'].split(':')[0][:40]}) | {a['certify_seconds']} | "
+            f"{(fmt(sa[0]) + ' / ' + fmt(sa[1])) if sa else a.get('release_refused', '')[:60]} | "
+            f"{(fmt(sb[0]) + ' / ' + fmt(sb[1])) if sb else b.get('refused', b.get('release_refused', ''))[:60]} | "
+            f"{(aud['verdict'] + ' (' + fmt(aud['measured']) + (' > ' if aud['verdict'] == 'fail' else ' ≤ ') + fmt(aud['claimed']) + ')') if aud else ''} |"
+        )
+    lines.append("")
+    lines.append("Truncations (10 draws):")
+    lines.append("")
+    for r in rows:
+        a = r.get("draws=10", {})
+        if "truncation" in a:
+            lines.append(f"* **{r['model']}**: " + "; ".join(a["truncation"]))
+    return "\n".join(lines)
+
+
+def main(argv):
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    chosen = set(argv)
+    rows = []
+    for label, mod, builder, n in cases():
+        if chosen and label not in chosen and label.split(".")[0] not in chosen:
+            continue
+        t = time.perf_counter()
+        row = run_case(label, mod, builder, n)
+        row["seconds"] = round(time.perf_counter() - t, 1)
+        rows.append(row)
+        print(json.dumps(row, default=str), flush=True)
+    table = markdown(rows)
+    print(table)
+    if not chosen:
+        os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+        with open(RESULTS, "w") as fh:
+            json.dump(rows, fh, indent=1, default=str)
+        with open(TABLE, "w") as fh:
+            fh.write(table + "\n")  # pasted into docs/gallery.md under its prose
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

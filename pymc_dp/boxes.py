@@ -1,0 +1,771 @@
+"""Truncation to a box, certified by region rules: the solver for the models users write.
+
+For a factor whose parameters are linear predictors, links and component distributions of
+several free RVs (``b0 + b1 * x1 + b2 * x2`` with a free ``sigma``; ``alpha[county] + beta *
+floor``; a softmax of utilities; ordered cutpoints), the truncation region is a **box**: each
+free RV the factor reads is restricted to an interval (elementwise intervals for RVs whose
+elements are not exchangeable, such as ordered cutpoints with different prior means).
+
+Certification. Over a box, :class:`~pymc_dp.intervals.BoxEvaluator` bounds every parameter
+expression (offsets, coefficients, scales; affine arithmetic, sound), each parameter becomes a
+:class:`~pymc_dp.rules.region.Span` or :class:`~pymc_dp.rules.region.Window`, and the family's
+region rule (:func:`~pymc_dp.rules.region.region_lipschitz`, proved per family) bounds ``sup L``
+over the box. The per-element bounds are summed over one record and maximised over records. A
+box is accepted only when that bound is at most the factor's share, so the certificate never
+rests on the search below.
+
+Search (public: it reads the prior, the domains and the data's shapes, never the data). Each
+free RV ``v`` gets an interval ``[m_v - t_v s_v^-, m_v + t_v s_v^+]`` around its prior median
+``m_v`` in units of its prior spread (``s^-``, ``s^+``: the distances to the 15.9% and 84.1%
+prior quantiles), clipped to its support. A side along which the constant does not grow (a
+scale's upper side, for a constant decreasing in the scale) is left open. The widths ``t`` are
+``T exp(z)``: ``T`` is found by bisection so that the bound meets the share (the bound grows with
+the box), and ``z`` by Nelder-Mead to keep the most prior mass (:func:`box_log_mass`: exact from
+CDFs for independent root RVs, conditional CDFs averaged over the public prior draws of the
+parents for hierarchical ones). When the prior median is not inside the feasible set, the box
+is centred at the point of least constant found by a search (reported as such).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.traversal import ancestors
+from scipy import optimize
+
+from pymc_dp.factors import (
+    LINK_SPACES,
+    AffineForm,
+    Factor,
+    IndexForm,
+    LinkForm,
+    NestedForm,
+    PointForm,
+    PredictorForm,
+    SpaceForm,
+)
+from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
+from pymc_dp.rules import rule_info
+from pymc_dp.rules.region import NestedRegion, NoRegionRule, Span, Window, region_lipschitz, region_spec
+
+__all__ = ["BoxModel", "solve_box", "box_log_mass"]
+
+_LINKS = {"sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), "exp": np.exp, "log": np.log,
+          "softplus": lambda x: np.logaddexp(0.0, x), "tanh": np.tanh}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------- factor over a box
+class BoxModel:
+    """A factor's constant over boxes of the free RVs it reads (built once per factor)."""
+
+    def __init__(self, factor: Factor, ctx):
+        self.factor = factor
+        self.ctx = ctx
+        info = factor.info
+        if info is None or region_spec(factor.op) is None:
+            raise _Unsupported(f"no region rule for {factor.family}")
+        self.exprs: list = []
+        self.recipes = [self._recipe(f, info.family, n) for n, f in zip(info.param_names, factor.forms)]
+        private = [v for v in ctx.model.data_vars if v.name in ctx.domains]
+        try:
+            self.evaluator = BoxEvaluator(self.exprs, ctx.free, forbidden=private)
+        except UnsupportedExpression as err:
+            raise _Unsupported(str(err)) from None
+        self.vars = list(self.evaluator.inputs)
+        self.domain = ctx.domains[factor.observed_container]
+        self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
+        self.exact = all(_exact(f) for f in factor.forms)
+
+    def _add(self, expr) -> int:
+        self.exprs.append(expr)
+        return len(self.exprs) - 1
+
+    def _recipe(self, form, family: str, pname: str, space: str = "natural") -> Callable:
+        ctx = self.ctx
+        if isinstance(form, PointForm):
+            i = self._add(form.expr)
+            if space != "natural":  # a parameter on a link scale that reads no private data
+                return lambda R: Window(R[i][0], R[i][1], 0.0, space, None, True)
+            return lambda R: Span(*R[i])
+        if isinstance(form, PredictorForm):
+            parts = form.predictor.region_parts(ctx.domains)
+            io, ih = self._add(parts["o"]), self._add(parts["h"])
+            if "lo" in parts:
+                il, iu = self._add(parts["lo"]), self._add(parts["hi"])
+                return lambda R: Window(R[il][0], R[iu][1], 0.0, space, None, False)
+            return lambda R: Window(R[io][0], R[io][1], np.maximum(R[ih][1], 0.0), space, None, True)
+        if isinstance(form, AffineForm):
+            b = form.bounds(ctx.domains)
+            io, ih = self._add(0.5 * (b.lo + b.hi)), self._add(0.5 * (b.hi - b.lo))
+            return lambda R: Window(R[io][0], R[io][1], np.maximum(R[ih][1], 0.0), space, None, True)
+        if isinstance(form, IndexForm):
+            b = form.bounds(ctx.domains)
+            il, iu = self._add(b.lo), self._add(b.hi)
+            return lambda R: Window(R[il][0], R[iu][1], 0.0, space, None, False)
+        if isinstance(form, LinkForm):
+            mapped = LINK_SPACES.get((family, pname, form.link))
+            if mapped is not None:
+                return self._recipe(form.inner, family, pname, mapped)
+            inner = self._recipe(form.inner, family, pname)
+            fn = _LINKS[form.link]
+
+            def link(R):
+                w = inner(R)
+                lo, hi = (w.lo, w.hi) if isinstance(w, Span) else (w.hull.lo, w.hull.hi)
+                with np.errstate(all="ignore"):
+                    return Window(fn(np.asarray(lo, float)), fn(np.asarray(hi, float)), 0.0, space, None, False)
+
+            return link
+        if isinstance(form, SpaceForm):
+            inner = self._recipe(form.inner, family, pname, form.space)
+            extras = [self._add(e) for e in form.extra]
+
+            def spaced(R):
+                w = inner(R)
+                if not extras:
+                    return w
+                extra = []
+                for i in extras:
+                    extra += [R[i][0], R[i][1]]
+                return Window(w.o_lo, w.o_hi, w.half, w.space, tuple(extra), w.sliding)
+
+            return spaced
+        if isinstance(form, NestedForm):
+            info = rule_info(form.op)
+            if info is None:
+                raise _Unsupported(f"no rule for the component {type(form.op).__name__}")
+            subs = [self._recipe(f, info.family, n) for n, f in zip(info.param_names, form.forms)]
+            return lambda R: NestedRegion(form.op, tuple(r(R) for r in subs))
+        raise _Unsupported(f"form {type(form).__name__}")
+
+    def params(self, box: dict) -> tuple:
+        R = self.evaluator(box)
+        return tuple(r(R) for r in self.recipes)
+
+    def region_L(self, box: dict) -> float:
+        """A certified bound on the factor's per-record constant over ``box`` (inf: none)."""
+        try:
+            params = self.params(box)
+            with np.errstate(all="ignore"):
+                per_element = region_lipschitz(self.factor.op, self.domain, params)
+        except (NoRegionRule, UnsupportedExpression, FloatingPointError):
+            return math.inf
+        per_element = np.asarray(per_element, dtype=float)
+        if per_element.shape != self.obs_shape:
+            while per_element.ndim > len(self.obs_shape) and per_element.shape[0] == 1:
+                per_element = per_element[0]  # broadcast axes in front
+            try:
+                per_element = np.broadcast_to(per_element, self.obs_shape)
+            except ValueError:  # shapes this code cannot pair with records: no certificate
+                return math.inf
+        if per_element.ndim > 1:
+            per_element = per_element.reshape(per_element.shape[0], -1).sum(axis=1)
+        value = float(np.max(per_element)) if per_element.size else 0.0
+        return value if not math.isnan(value) else math.inf
+
+
+def _exact(form) -> bool:
+    return _inexact_reason(form) is None
+
+
+def _inexact_reason(form) -> str | None:
+    """Why a form's per-record range is a sound bound rather than exact (None when exact)."""
+    if isinstance(form, PredictorForm):
+        return form.predictor.inexact_reason
+    if isinstance(form, (LinkForm, SpaceForm)):
+        return _inexact_reason(form.inner)
+    if isinstance(form, NestedForm):
+        return next((r for r in map(_inexact_reason, form.forms) if r), None)
+    return None
+
+
+# --------------------------------------------------------------------------- parametrisation
+@dataclass
+class _Axis:
+    """How one free RV's interval is parametrised (public: prior draws and support only)."""
+
+    name: str
+    shape: tuple
+    centre: np.ndarray
+    down: np.ndarray  # prior spread below the centre
+    up: np.ndarray  # prior spread above the centre
+    support: tuple[float, float]
+    uniform: bool  # exchangeable elements: one interval for all
+    open_lo: bool = False
+    open_hi: bool = False
+    shift: float = 0.0  # the box's centre, in prior spreads from the median
+    #: never truncated (a simplex, a correlation matrix): always its whole support's hull
+    fixed: bool = False
+    #: for an RV split into its elements: this axis's element (flat index) and the RV's shape
+    element: int | None = None
+    rv_shape: tuple = ()
+
+    def at(self, shift: float) -> np.ndarray:
+        """The point ``shift`` prior spreads away from the median, inside the support."""
+        step = np.where(shift >= 0, self.up, self.down)
+        lo_s, hi_s = self.support
+        point = self.centre + shift * step
+        if math.isfinite(lo_s) and shift < 0:  # approach a finite end geometrically, never reach it
+            point = np.where(point <= lo_s, lo_s + (self.centre - lo_s) * np.exp(shift * step / np.maximum(self.centre - lo_s, 1e-300)), point)
+        if math.isfinite(hi_s) and shift > 0:
+            point = np.where(point >= hi_s, hi_s - (hi_s - self.centre) * np.exp(-shift * step / np.maximum(hi_s - self.centre, 1e-300)), point)
+        return point
+
+    def interval(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        lo_s, hi_s = self.support
+        if math.isinf(t) or self.fixed:
+            lo = np.full(self.shape, lo_s)
+            hi = np.full(self.shape, hi_s)
+        else:
+            c = self.at(self.shift)
+            lo = np.maximum(c - t * self.down, lo_s)
+            hi = np.minimum(c + t * self.up, hi_s)
+        if self.open_lo:
+            lo = np.full(self.shape, lo_s)
+        if self.open_hi:
+            hi = np.full(self.shape, hi_s)
+        return lo, hi
+
+
+#: a vector RV with at most this many elements, not exchangeable or read by position (coefficients
+#: b[0], b[1], ... of different columns), gets one axis per element: its own centre and width
+_SPLIT_MAX = 8
+
+
+def _axes(name: str, ctx, cutpoints: set) -> list[_Axis] | None:
+    """The search axes of free RV ``name``: one for the whole RV, or one per element.
+
+    An ordered vector is split only when it holds ordered cutpoints (their region rule asks for
+    disjoint increasing boxes, which an elementwise interval keeps ordered); otherwise it keeps
+    one interval for all its elements, which an increasing map keeps ordered."""
+    ax = _axis(name, ctx)
+    if ax is None or ax.fixed:
+        return None if ax is None else [ax]
+    size = int(np.prod(ax.shape)) if ax.shape else 1
+    ordered = type(ctx.model.rvs_to_transforms.get(ctx.free[name])).__name__ == "Ordered"
+    if not (2 <= size <= _SPLIT_MAX) or (ordered and name not in cutpoints):
+        return [ax]
+    draws = np.asarray(ctx.draws[name], dtype=float).reshape(len(ctx.draws[name]), -1)
+    q = np.quantile(draws, [0.158655, 0.5, 0.841345], axis=0)
+    out = []
+    for i in range(size):
+        out.append(_Axis(name, (), np.asarray(q[1, i]), np.asarray(max(q[1, i] - q[0, i], 1e-12)),
+                         np.asarray(max(q[2, i] - q[1, i], 1e-12)), ax.support, False, element=i, rv_shape=ax.shape))
+    return out
+
+
+def _assemble(pairs) -> dict:
+    """``name -> (lo, hi)`` arrays from ``(axis, (lo, hi))`` pairs (element axes filled in)."""
+    box: dict = {}
+    for ax, (lo, hi) in pairs:
+        if ax.element is None:
+            box[ax.name] = (lo, hi)
+            continue
+        if ax.name not in box:
+            box[ax.name] = (np.full(ax.rv_shape, np.nan), np.full(ax.rv_shape, np.nan))
+        blo, bhi = box[ax.name]
+        blo.reshape(-1)[ax.element] = float(np.asarray(lo).reshape(-1)[0])
+        bhi.reshape(-1)[ax.element] = float(np.asarray(hi).reshape(-1)[0])
+    return box
+
+
+def _axis(name: str, ctx) -> _Axis | None:
+    lo_s, hi_s = ctx.support(name)
+    rv = ctx.free[name]
+    transform = ctx.model.rvs_to_transforms.get(rv)
+    draws = np.asarray(ctx.draws[name], dtype=float)
+    shape = draws.shape[1:]
+    if math.isnan(lo_s):
+        tname = type(transform).__name__
+        if tname == "Ordered":
+            lo_s, hi_s = -math.inf, math.inf
+        else:
+            # a simplex or another constrained vector: not truncated, only bounded by its hull
+            # (the region rule then certifies the factor whatever its value)
+            hull = (0.0, 1.0) if tname in ("SimplexTransform", "StickBreaking") else (-math.inf, math.inf)
+            zeros = np.zeros(shape)
+            return _Axis(name, shape, zeros, zeros + 1, zeros + 1, hull, True, fixed=True)
+    uniform = _exchangeable(rv)
+    pooled = draws.reshape(len(draws), -1)
+    if uniform:
+        q = np.quantile(pooled, [0.158655, 0.5, 0.841345])
+        centre = np.full(shape, q[1])
+        down = np.full(shape, max(q[1] - q[0], 1e-12))
+        up = np.full(shape, max(q[2] - q[1], 1e-12))
+    else:
+        q = np.quantile(pooled, [0.158655, 0.5, 0.841345], axis=0)
+        centre = q[1].reshape(shape)
+        down = np.maximum(q[1] - q[0], 1e-12).reshape(shape)
+        up = np.maximum(q[2] - q[1], 1e-12).reshape(shape)
+    return _Axis(name, shape, centre, down, up, (lo_s, hi_s), uniform)
+
+
+def _exchangeable(rv) -> bool:
+    """Whether every element of ``rv`` has the same prior (its parameters are broadcast scalars)."""
+    op = rv.owner.op
+    if getattr(op, "ndim_supp", 0) != 0:
+        return False
+    try:
+        params = op.dist_params(rv.owner)
+    except Exception:  # pragma: no cover - symbolic RVs
+        return False
+    return all(all(b for b in p.type.broadcastable) for p in params)
+
+
+# --------------------------------------------------------------------------- prior mass
+class _MassModel:
+    """``log P(theta in box)`` under the prior, for boxes over ``names``.
+
+    Root RVs (no free-RV parent): the product of their exact interval masses from PyMC's
+    ``logcdf``. An RV whose parents are free RVs: its conditional interval mass, from the
+    same ``logcdf`` vectorised over the public prior draws of its parents, averaged (a
+    Rao-Blackwellised Monte Carlo estimate: no draw has to fall inside the box). Other RVs:
+    the indicator averaged over the prior draws. The estimate is unbiased; the first kind
+    is exact.
+    """
+
+    def __init__(self, names: list[str], ctx):
+        self.ctx = ctx
+        self.names = names
+        self.kind: dict[str, Any] = {}
+        free = ctx.free
+        for name in names:
+            rv = free[name]
+            parents = [p for p in free.values() if p is not rv and p in set(ancestors(rv.owner.inputs, blockers=list(free.values())))]
+            try:
+                fn = self._logcdf_fn(rv, parents)
+                self.kind[name] = ("root" if not parents else "child", fn, [p.name for p in parents])
+            except Exception:
+                self.kind[name] = ("indicator", None, [])
+
+    @staticmethod
+    def _logcdf_fn(rv, parents):
+        """``(lo, hi, *parents) -> log P(lo <= rv <= hi | parents)``, accurate in both tails: from
+        the log-CDF below the median, from the log-survival function above it."""
+        import pymc as pm
+        from pytensor.graph.replace import vectorize_graph
+
+        if getattr(rv.owner.op, "ndim_supp", 0) != 0:
+            raise ValueError("multivariate")
+        lo, hi = rv.type(), rv.type()
+        below = _log_diff_pt(pm.logcdf(rv, hi), pm.logcdf(rv, lo))
+        try:
+            above = _log_diff_pt(pm.logccdf(rv, lo), pm.logccdf(rv, hi))
+            upper = pt.gt(pm.logcdf(rv, lo), np.log(0.5))
+            expr = pt.switch(upper, above, below)
+        except Exception:  # no survival function for this family: the CDF form alone
+            expr = below
+        if not parents:
+            return pytensor.function([lo, hi], expr, on_unused_input="ignore")
+        batched = {p: pt.tensor(dtype=p.dtype, shape=(None,) + tuple(p.type.shape)) for p in parents}
+        vexpr = vectorize_graph(expr, replace=batched)
+        return pytensor.function([lo, hi, *batched.values()], vexpr, on_unused_input="ignore")
+
+    def __call__(self, box: dict) -> float:
+        return self.estimate(box)[0]
+
+    def estimate(self, box: dict) -> tuple[float, float | None, str]:
+        """``(log mass, relative standard error or None when exact, method)``."""
+        total = 0.0
+        weights = None
+        draws = self.ctx.draws
+        for name in self.names:
+            kind, fn, parents = self.kind[name]
+            lo, hi = box[name]
+            shape = self.ctx.shapes[name]
+            lo_a = np.asarray(lo, float) + np.zeros(shape)
+            hi_a = np.asarray(hi, float) + np.zeros(shape)
+            if kind == "root":
+                total += float(np.sum(np.asarray(fn(lo_a, hi_a), float)))
+            elif kind == "child":
+                args = [np.asarray(draws[p], float) for p in parents]
+                per_draw = np.asarray(fn(lo_a, hi_a, *args), float).reshape(len(args[0]), -1).sum(axis=1)
+                weights = per_draw if weights is None else weights + per_draw
+            else:
+                v = np.asarray(draws[name], float).reshape(len(draws[name]), -1)
+                inside = np.all((v >= np.asarray(lo, float).reshape(-1)) & (v <= np.asarray(hi, float).reshape(-1)), axis=1)
+                with np.errstate(divide="ignore"):
+                    w = np.log(inside.astype(float))
+                weights = w if weights is None else weights + w
+        if weights is None:
+            return total, None, "exact"
+        m = np.max(weights)
+        n = len(weights)
+        if not np.isfinite(m):
+            return -math.inf, None, f"conditional CDFs over {n} prior draws of the hierarchy"
+        scaled = np.exp(weights - m)
+        mean = float(np.mean(scaled))
+        rel_se = float(np.std(scaled) / math.sqrt(n) / mean) if mean > 0 else math.inf
+        how = f"conditional CDFs averaged over {n} public prior draws of the hyperparameters (Rao-Blackwellised Monte Carlo)"
+        return total + float(m + math.log(mean)), rel_se, how
+
+
+def _log_diff_pt(log_a, log_b):
+    """``log(exp(log_a) - exp(log_b))`` for ``log_a >= log_b`` (PyTensor), -inf when empty."""
+    d = pt.minimum(log_b - log_a, 0.0)
+    return pt.switch(pt.gt(log_a, log_b), log_a + pt.log1p(-pt.exp(d)), -np.inf)
+
+
+def _log_diff(log_hi, log_lo):
+    """``log(exp(log_hi) - exp(log_lo))``, elementwise, -inf where empty."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = log_hi + np.log1p(-np.exp(np.minimum(log_lo - log_hi, 0.0)))
+    return np.where(log_hi > log_lo, out, -np.inf)
+
+
+def box_log_mass(box: dict, ctx) -> float:
+    """``log`` prior mass of a box (see :class:`_MassModel`)."""
+    return box_mass_estimate(box, ctx)[0]
+
+
+def box_mass_estimate(box: dict, ctx) -> tuple[float, float | None, str]:
+    """``(log mass, relative standard error or None when exact, method)`` of a box."""
+    names = sorted(box)
+    model = ctx.cached(("mass_model", tuple(names)), lambda: _MassModel(names, ctx))
+    return model.estimate(box)
+
+
+# --------------------------------------------------------------------------- the solver
+def solve_box(factor: Factor, share: float, ctx):
+    """A box of the factor's free RVs on which its certified constant is at most ``share``.
+
+    Returns a :class:`~pymc_dp.truncate.FactorRegion` (solver ``"box"``), or None when the
+    factor's family has no region rule or its parameters use an operation the evaluator does
+    not bound (the caller then falls back to the Potential solver). Raises
+    :class:`~pymc_dp.truncate.Infeasible` when no box around the best point found fits.
+    """
+    from pymc_dp.truncate import ElementIntervalConstraint, FactorRegion, Infeasible, IntervalConstraint
+
+    def build():
+        try:
+            bm = BoxModel(factor, ctx)
+        except (_Unsupported, NoRegionRule):
+            return None
+        cutpoints = set()
+        for form in factor.forms:
+            if isinstance(form, SpaceForm) and form.space.startswith("ordered"):
+                for e in form.extra:
+                    cutpoints.update(ctx.free_rvs_of(e))
+        groups = [_axes(n, ctx, cutpoints) for n in bm.vars]
+        if any(g is None for g in groups):
+            return None
+        return bm, [a for g in groups for a in g]
+
+    built = ctx.cached(ctx.key(factor, "box"), build)
+    if built is None:
+        return None
+    bm, axes = built
+    search = ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx))
+    result = search.solve(share)
+    if result is None and not math.isfinite(search.min_L):
+        return None  # no box has a finite certified bound: let the Potential solver try
+    if result is None:
+        floor = certified_floor(factor, ctx)
+        if floor is not None and floor > share:
+            raise Infeasible(factor.name, floor, certified=True)
+        raise Infeasible(factor.name, search.min_L, certified=False)
+    box, L = result
+    constraints = []
+    for ax in axes:
+        if ax.fixed or (ax.element is not None and ax.element > 0):  # one constraint per RV
+            continue
+        lo, hi = box[ax.name]
+        if ax.element is not None:
+            ax = dataclasses.replace(ax, uniform=False)
+        lo_s, hi_s = ax.support
+        has_lo = bool(np.any(lo > lo_s))
+        has_hi = bool(np.any(hi < hi_s))
+        if not (has_lo or has_hi):
+            continue
+        if ax.uniform or (np.all(lo == lo.reshape(-1)[0]) and np.all(hi == hi.reshape(-1)[0])):
+            constraints.append(IntervalConstraint(
+                ax.name,
+                float(np.max(lo)) if has_lo else None,
+                float(np.min(hi)) if has_hi else None,
+            ))
+        else:
+            constraints.append(ElementIntervalConstraint(
+                ax.name, tuple(float(v) for v in np.ravel(lo)), tuple(float(v) for v in np.ravel(hi))))
+    region = FactorRegion(factor, share, constraints, "box", search.min_L)
+    region.certified_lipschitz = L
+    region.exact = bm.exact
+    region.inexact_reason = next((r for r in map(_inexact_reason, factor.forms) if r), None)
+    return region
+
+
+def certified_floor(factor: Factor, ctx) -> float | None:
+    """The family's proved smallest per-record constant (``rules.discrete.min_lipschitz``) for
+    the factor's fixed parameters, or None when the family states none."""
+    from pymc_dp.rules.base import Bounds
+    from pymc_dp.rules.discrete import min_lipschitz
+
+    params = []
+    for form in factor.forms:
+        if isinstance(form, PointForm) and not ctx.free_rvs_of(form.expr):
+            params.append(Bounds.point(ctx.numeric(form.expr)))
+        else:
+            params.append(None)
+    try:
+        floor = min_lipschitz(factor.op, ctx.domains[factor.observed_container], tuple(params))
+    except Exception:  # a floor is a refinement of a message, never needed for soundness
+        return None
+    if floor is None:
+        return None
+    shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
+    per_record = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return float(floor) * per_record
+
+
+class _Search:
+    """The box search of :func:`solve_box` for one factor (share-independent parts cached)."""
+
+    def __init__(self, bm: BoxModel, axes: list[_Axis], ctx):
+        self.bm = bm
+        self.axes = axes
+        self.ctx = ctx
+        self.mass = lambda box: box_log_mass(box, ctx)
+        self.cache: dict = {}
+        self.moving = [ax for ax in axes if not ax.fixed]
+        self.median_L = bm.region_L(self.box(np.zeros(len(self.moving))))
+        self.min_L = self.median_L
+        self._best_shift = None
+        self._open_sides()
+
+    def _point_L(self, shifts) -> float:
+        pairs = [(ax, (ax.at(float(c)), ax.at(float(c)))) for ax, c in zip(self.moving, shifts)]
+        pairs += [(ax, ax.interval(math.inf)) for ax in self.axes if ax.fixed]
+        return self.bm.region_L(_assemble(pairs))
+
+    def best_shift(self) -> np.ndarray:
+        """The centre (in prior spreads from the median) with the least constant a search finds.
+
+        Candidates: a Nelder-Mead search of the per-parameter constant in the model's own
+        unconstrained space (PyMC's value transforms keep orders and supports, which a search in
+        the axes' space breaks: ordered cutpoints), from the best public prior draws; and a
+        Nelder-Mead search over the axes' shifts from the median and a few coordinate starts.
+        The best is polished by Powell's line searches (a constant that needs one coefficient at
+        1e-4 of its prior spread, as a cost in dollars times a utility weight, is found)."""
+        if self._best_shift is None:
+            k = len(self.moving)
+            f = lambda c: self._point_L(np.clip(c, -40.0, 40.0))
+            best_c, best = np.zeros(k), self.median_L
+            starts = [s * np.eye(k)[i] for i in range(k) for s in (-6.0, 6.0, 20.0)]
+            model_c = self._model_space_minimum()
+            if model_c is not None:
+                starts.insert(0, model_c)
+            for c0 in starts:
+                v0 = f(c0)
+                if v0 < best:
+                    best_c, best = c0, v0
+            simplex = np.vstack([best_c, best_c + np.eye(k)])  # unit steps: scipy's default is 5% of x0 (0 here)
+            res = optimize.minimize(f, best_c, method="Nelder-Mead",
+                                    options={"maxfev": 100 + 50 * k, "xatol": 1e-3, "fatol": 1e-9, "initial_simplex": simplex})
+            if res.fun < best:
+                best_c, best = np.clip(res.x, -40.0, 40.0), float(res.fun)
+            with np.errstate(all="ignore"):
+                res = optimize.minimize(f, best_c, method="Powell",
+                                        options={"maxfev": 200 + 100 * k, "xtol": 1e-10, "ftol": 1e-12})
+            if np.isfinite(res.fun) and res.fun < best:
+                best_c, best = np.clip(res.x, -40.0, 40.0), float(res.fun)
+            self._best_shift = best_c
+            self.min_L = min(self.min_L, best)
+        return self._best_shift
+
+    def _closest_centre(self, far: np.ndarray, share: float) -> np.ndarray:
+        """On the segment from the median (shift 0) to ``far`` (a point of least constant), the
+        point nearest the median whose constant leaves room for a box: at most half the way from
+        the least constant to the share. A minimiser of the constant can lie in a degenerate
+        corner of the prior (a negative binomial whose mean is e^200, flat over the counts);
+        the box's mass is larger near the median."""
+        target = self.min_L + 0.5 * (share - self.min_L)
+        lo, hi = 0.0, 1.0
+        if self._point_L(far) > target:
+            return far
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            if self._point_L(mid * far) <= target:
+                hi = mid
+            else:
+                lo = mid
+        return hi * far
+
+    def _neutral_point(self, names) -> dict | None:
+        """A parameter value where linear predictors are constant and ordered categories equally
+        likely: every free RV whose support holds 0 at 0 (coefficients, intercepts, utilities),
+        ordered cutpoints at the quantiles ``k/K`` of their link (logit, or probit with its
+        sigma), other RVs at their prior median. Public, like the prior. Local searches miss this
+        point when the constant is a maximum of many terms (ordered logistic, softmax)."""
+        ctx = self.ctx
+        point = {}
+        cut_quantiles = {}
+        for form in self.bm.factor.forms:
+            if isinstance(form, SpaceForm) and form.space.startswith("ordered") and form.extra:
+                for var in ctx.free_rvs_of(form.extra[0]):
+                    K = int(np.prod(ctx.shapes[var])) + 1
+                    q = np.arange(1, K) / K
+                    if form.space == "ordered-logistic":
+                        cut_quantiles[var] = np.log(q / (1 - q))
+                    else:
+                        from scipy.special import ndtri
+
+                        sigma = 1.0
+                        if len(form.extra) > 1 and not ctx.free_rvs_of(form.extra[1]):
+                            sigma = float(np.mean(ctx.numeric(form.extra[1])))
+                        cut_quantiles[var] = sigma * ndtri(q)
+        for k in names:
+            shape = ctx.shapes[k]
+            if k in cut_quantiles:
+                point[k] = np.reshape(cut_quantiles[k], shape)
+                continue
+            lo_s, hi_s = ctx.support(k)
+            if math.isnan(lo_s):
+                return None
+            if lo_s < 0 < hi_s:
+                point[k] = np.zeros(shape)
+            else:
+                point[k] = np.median(np.asarray(ctx.draws[k], dtype=float), axis=0)
+        return point
+
+    def _model_space_minimum(self) -> np.ndarray | None:
+        """The shifts of the point where the factor's per-parameter constant is least, searched in
+        the model's unconstrained space (see :meth:`best_shift`); None when it cannot be run."""
+        from pymc_dp.truncate import _search_minimum
+
+        ctx = self.ctx
+        try:
+            L = ctx.lipschitz(self.bm.factor)
+            names = ctx.free_rvs_of(L)
+            if not names or set(names) - {ax.name for ax in self.axes}:
+                return None
+            fn = ctx.compile_in(L, names)
+            n = min(len(next(iter(ctx.draws.values()))), 200)
+            values = np.array([float(fn(*(ctx.draws[k][i] for k in names))) for i in range(n)])
+            values = np.where(np.isfinite(values), values, np.inf)
+            best, point = _search_minimum(L, names, values, ctx, starts=3)
+        except Exception:  # a search that cannot run leaves the other candidates
+            return None
+        neutral = self._neutral_point(names)
+        if neutral is not None:
+            try:
+                value = float(fn(*(np.asarray(neutral[k], dtype=ctx.free[k].dtype) for k in names)))
+            except Exception:
+                value = math.inf
+            if np.isfinite(value) and (point is None or not np.isfinite(best) or value < best):
+                best, point = value, neutral
+        if point is None or not np.isfinite(best):
+            return None
+        shifts = []
+        for ax in self.moving:
+            x = np.asarray(point.get(ax.name, ax.centre), dtype=float)
+            x = x.reshape(-1)[ax.element] if ax.element is not None else x
+            step = np.where(x >= ax.centre, ax.up, ax.down)
+            shifts.append(float(np.mean((x - ax.centre) / step)))
+        return np.clip(np.array(shifts), -40.0, 40.0)
+
+    def box(self, t) -> dict:
+        """The box with widths ``t`` (one per free axis; fixed axes are their whole hull)."""
+        t = iter(np.atleast_1d(t))
+        return _assemble((ax, ax.interval(math.inf if ax.fixed else float(next(t)))) for ax in self.axes)
+
+    def L(self, t) -> float:
+        key = tuple(float(x) for x in np.atleast_1d(t))
+        if key not in self.cache:
+            self.cache[key] = self.bm.region_L(self.box(np.asarray(key)))
+        return self.cache[key]
+
+    def _open_sides(self):
+        """Open a side of an axis when the bound does not grow along it (a scale's upper side
+        for a constant that decreases with the scale): more prior mass at no cost."""
+        t_ref = np.full(len(self.moving), 0.5)
+        base = self.bm.region_L(self.box(t_ref))
+        if not math.isfinite(base):
+            t_ref = np.full(len(self.moving), 0.05)
+            base = self.bm.region_L(self.box(t_ref))
+        if not math.isfinite(base):
+            return
+        for ax in self.moving:
+            for side in ("open_hi", "open_lo"):
+                setattr(ax, side, True)
+                value = self.bm.region_L(self.box(t_ref))
+                if not (value <= base * (1 + 1e-9) + 1e-12):
+                    setattr(ax, side, False)
+        self.cache.clear()
+
+    def _boundary(self, w: np.ndarray, share: float) -> tuple[float, float] | None:
+        """The largest ``T`` with ``L(T w) <= share`` (bisection; inf when the full support fits)."""
+        if self.L(np.full(len(w), math.inf)) <= share:
+            return math.inf, self.L(np.full(len(w), math.inf))
+        if self.L(0.0 * w) > share:
+            return None
+        lo, hi = 0.0, 1.0
+        while self.L(hi * w) <= share and hi < 1e8:
+            lo, hi = hi, hi * 2.0
+        if hi >= 1e8:
+            return lo, self.L(lo * w)
+        for _ in range(40):  # the box is certified where it stops: precision only costs mass
+            mid = 0.5 * (lo + hi) if lo > 0 else 0.5 * hi
+            if self.L(mid * w) <= share:
+                lo = mid
+            else:
+                hi = mid
+            if lo > 0 and hi - lo <= 2e-4 * hi:
+                break
+        return lo, self.L(lo * w)
+
+    def solve(self, share: float):
+        k = len(self.moving)
+        if k == 0:
+            return ({}, self.min_L) if self.min_L <= share else None
+        shifts = np.zeros(k)
+        if self.median_L > share:  # the prior median is outside: centre the box where L is least
+            shifts = self.best_shift()
+            if self.min_L > share:
+                return None
+            shifts = self._closest_centre(shifts, share)
+        if any(ax.shift != c for ax, c in zip(self.moving, shifts)):
+            for ax, c in zip(self.moving, shifts):
+                ax.shift = float(c)
+            self.cache.clear()
+
+        def evaluate(z):
+            w = np.exp(np.concatenate([[0.0], z]) - np.max(np.concatenate([[0.0], z])))
+            found = self._boundary(w, share)
+            if found is None:
+                return -math.inf, None
+            T, L = found
+            t = T * w
+            box = self.box(t)
+            return self.mass(box), (box, L)
+
+        best = {"value": -math.inf, "result": None}
+
+        def objective(z):
+            value, result = evaluate(np.clip(z, -12, 12))
+            if result is not None and (value > best["value"] or best["result"] is None):
+                best.update(value=value, result=result)
+            return -value if math.isfinite(value) else 1e300
+
+        objective(np.zeros(k - 1))
+        if k > 1:
+            optimize.minimize(objective, np.zeros(k - 1), method="Nelder-Mead",
+                              options={"maxfev": 20 + 12 * k, "xatol": 2e-2, "fatol": 1e-3,
+                                       "initial_simplex": np.vstack([np.zeros(k - 1), 1.5 * np.eye(k - 1)])})
+        result = best["result"]
+        if result is None:
+            return None
+        box, L = result
+        # the certificate rests on this evaluation alone
+        L = self.bm.region_L(box)
+        if not L <= share:  # pragma: no cover - the bisection only keeps feasible boxes
+            return None
+        return box, L

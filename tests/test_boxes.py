@@ -1,0 +1,221 @@
+"""Box truncation certified by region rules (pymc_dp.boxes), explicit bounds, stuck chains.
+
+The certificate of a box rests on the region rules; these tests check it against the factor's
+own per-parameter constant (its PyTensor graph, the one the Potential fallback and the audits use)
+evaluated at many parameter values inside the box, corners included.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytest
+
+import pymc_dp
+from pymc_dp.boxes import box_mass_estimate
+from pymc_dp.truncate import ElementIntervalConstraint, IntervalConstraint, constraints_box
+
+RNG = np.random.default_rng(3)
+N = 40
+
+
+def linear():
+    x = RNG.uniform(0, 1, N)
+    with pm.Model() as m:
+        xd, yd = pm.Data("x", x), pm.Data("y", np.clip(1 + 2 * x + RNG.normal(0, 0.5, N), -1, 5))
+        sigma = pm.HalfCauchy("sigma", beta=10)
+        intercept = pm.Normal("Intercept", 0, sigma=20)
+        slope = pm.Normal("slope", 0, sigma=20)
+        pm.Normal("obs", mu=intercept + slope * xd, sigma=sigma, observed=yd)
+    return m, {"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Interval(-1, 5)}
+
+
+def poisson_interaction():
+    a, b = RNG.integers(0, 2, N), RNG.integers(0, 2, N)
+    with pm.Model() as m:
+        ad, bd = pm.Data("alcohol", a), pm.Data("nomeds", b)
+        yd = pm.Data("y", np.minimum(RNG.poisson(np.exp(0.5 + a + b)), 8))
+        c = pm.Normal("c", 0, 1, shape=4)
+        pm.Poisson("y_obs", mu=pm.math.exp(c[0] + c[1] * ad + c[2] * bd + c[3] * ad * bd), observed=yd)
+    return m, {"alcohol": pymc_dp.Binary(), "nomeds": pymc_dp.Binary(), "y": pymc_dp.Integers(0, 8)}
+
+
+def varying_intercept():
+    J = 5
+    g, f = RNG.integers(0, J, N), RNG.integers(0, 2, N)
+    with pm.Model() as m:
+        gd, fd = pm.Data("county", g), pm.Data("floor", f)
+        yd = pm.Data("y", np.clip(RNG.normal(1, 0.7, N), -2.5, 4))
+        mu_a = pm.Normal("mu_a", 0, 10)
+        sigma_a = pm.Exponential("sigma_a", 1)
+        alpha = pm.Normal("alpha", mu_a, sigma_a, shape=J)
+        beta = pm.Normal("beta", 0, 10)
+        sd_y = pm.Exponential("sd_y", 1)
+        pm.Normal("y_like", mu=alpha[gd] + beta * fd, sigma=sd_y, observed=yd)
+    return m, {"county": pymc_dp.Integers(0, J - 1), "floor": pymc_dp.Binary(), "y": pymc_dp.Interval(-2.5, 4)}
+
+
+def ordinal():
+    K = 4
+    x = RNG.uniform(0, 1, N)
+    with pm.Model() as m:
+        yd = pm.Data("rating", RNG.integers(0, K, N))
+        sigma = pm.Exponential("sigma", 1)
+        cut = pm.Normal("cutpoints", mu=np.linspace(0, K, K - 1), sigma=sigma, transform=pm.distributions.transforms.ordered)
+        beta = pm.Normal("beta", 0, 1)
+        pm.OrderedLogistic("y", cutpoints=cut, eta=pm.Deterministic("mu", beta * x), observed=yd)
+    return m, {"rating": pymc_dp.Integers(0, K - 1)}
+
+
+MODELS = {"linear": linear, "poisson_interaction": poisson_interaction, "varying_intercept": varying_intercept, "ordinal": ordinal}
+
+
+def _points_in_box(box, rng, n=300):
+    """Points of the box: its corners (scalar RVs' ends, every element of a vector at one end)
+    and random interior points; infinite ends replaced by a far finite value."""
+    names = sorted(box)
+    finite = {}
+    for k in names:
+        lo, hi = (np.asarray(v, float) for v in box[k])
+        lo = np.where(np.isfinite(lo), lo, np.where(np.isfinite(hi), hi - 50.0, -50.0))
+        hi = np.where(np.isfinite(hi), hi, lo + 50.0)
+        finite[k] = (lo, hi)
+    for corner in itertools.product((0, 1), repeat=len(names)):
+        yield {k: finite[k][c] for k, c in zip(names, corner)}
+    for _ in range(n):
+        yield {k: lo + (hi - lo) * rng.random(lo.shape) for k, (lo, hi) in finite.items()}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_box_certificate_bounds_the_factor_at_every_point(name):
+    model, domains = MODELS[name]()
+    # epsilon per draw 10: the Poisson on {0..8} has a floor of 2.19 whatever its mean
+    pmod = pymc_dp.make_private(model, epsilon=100.0, draws=10, data=domains, ledger=None)
+    (fc,) = pmod.certificate.factors
+    assert fc.solver == "box"
+    (factor,) = pmod.factors
+    ctx = pmod._ctx
+    box = constraints_box(pmod._constraints, ctx)
+    L = ctx.lipschitz(factor)
+    names = ctx.free_rvs_of(L)
+    fn = pytensor.function([ctx.free[k] for k in names], L, on_unused_input="ignore")
+    full = {}
+    for k in names:
+        lo_s, hi_s = ctx.support(k)
+        if np.isnan(lo_s):
+            lo_s, hi_s = -np.inf, np.inf
+        full[k] = box.get(k, (np.full(ctx.shapes[k], lo_s), np.full(ctx.shapes[k], hi_s)))
+    worst = -np.inf
+    for point in _points_in_box(full, np.random.default_rng(0)):
+        if name == "ordinal":  # an ordered vector's box points must be ordered to be in the support
+            point["cutpoints"] = np.sort(point["cutpoints"])
+        value = float(fn(*(np.broadcast_to(point[k], ctx.shapes[k]).astype(ctx.free[k].dtype) for k in names)))
+        worst = max(worst, value)
+    assert worst <= fc.lipschitz * (1 + 1e-9), (worst, fc.lipschitz)
+    assert worst >= 0.5 * fc.lipschitz  # and not wildly loose at these points
+
+
+def test_ordered_cutpoints_get_disjoint_ordered_boxes_and_sample_ordered():
+    model, domains = ordinal()
+    pmod = pymc_dp.make_private(model, epsilon=20.0, draws=4, data=domains, ledger=None)
+    cons = [c for c in pmod._constraints if c.var == "cutpoints"]
+    assert cons and isinstance(cons[0], ElementIntervalConstraint)
+    lo, hi = np.asarray(cons[0].lower), np.asarray(cons[0].upper)
+    assert np.all(hi[:-1] < lo[1:])  # disjoint and ordered (overlapping boxes allow empty categories)
+    idata = pmod.sample(random_seed=1, tune=200, chains=2, cores=1)
+    c = idata.posterior["cutpoints"].values.reshape(-1, lo.size)
+    assert np.all(np.diff(c, axis=1) > 0) and np.all(c >= lo) and np.all(c <= hi)
+
+
+def test_box_mass_exact_for_roots_and_rao_blackwellised_for_a_hierarchy():
+    model, domains = varying_intercept()
+    pmod = pymc_dp.make_private(model, epsilon=20.0, draws=4, data=domains, ledger=None)
+    ctx = pmod._ctx
+    box = constraints_box(pmod._constraints, ctx)
+    log_mass, rel_se, how = box_mass_estimate(box, ctx)
+    assert "Rao-Blackwellised" in how and rel_se < 0.2
+    # brute force: the fraction of 200 000 fresh prior draws inside the box
+    draws = pm.draw([model[k] for k in box], draws=200_000, random_seed=11)
+    inside = np.ones(200_000, bool)
+    for k, d in zip(box, draws):
+        lo, hi = box[k]
+        d = np.asarray(d).reshape(200_000, -1)
+        inside &= np.all((d >= np.asarray(lo).reshape(-1)) & (d <= np.asarray(hi).reshape(-1)), axis=1)
+    p = inside.mean()
+    se = np.sqrt(p * (1 - p) / inside.size)
+    assert abs(np.exp(log_mass) - p) <= 4 * se + 4 * rel_se * np.exp(log_mass)
+    # a box of root RVs only: exact, equal to the product of the CDF differences
+    lin, lin_domains = linear()
+    pl = pymc_dp.make_private(lin, epsilon=20.0, draws=4, data=lin_domains, ledger=None)
+    box = constraints_box(pl._constraints, pl._ctx)
+    log_mass, rel_se, how = box_mass_estimate(box, pl._ctx)
+    from scipy import stats
+
+    expected = 0.0
+    for k, dist in (("Intercept", stats.norm(0, 20)), ("slope", stats.norm(0, 20)), ("sigma", stats.halfcauchy(0, 10))):
+        if k in box:
+            lo, hi = (float(np.max(v)) if np.ndim(v) else float(v) for v in box[k])
+            expected += np.log(dist.cdf(hi) - dist.cdf(lo))
+    # (PyMC's own log-CDFs against SciPy's: equal to rounding; PyMC uses a few float32 constants)
+    assert how == "exact" and rel_se is None and log_mass == pytest.approx(expected, rel=1e-6)
+
+
+def test_explicit_bounds_compute_epsilon_and_refuse_what_they_cannot_bound():
+    model, domains = linear()
+    pmod = pymc_dp.make_private(model, bounds={"Intercept": (0, 3), "slope": (-3, 3), "sigma": (5, None)}, draws=10,
+                                data=domains, ledger=None)
+    cert = pmod.certificate
+    assert cert.mode == "bounds" and cert.factors[0].solver == "bounds"
+    # Normal with sigma >= 5, location in [-3, 6] + the data's [-1, 5]: the region rule's value
+    assert cert.epsilon_per_draw == pytest.approx(2 * cert.factors[0].lipschitz)
+    assert {c["var"] for c in cert.factors[0].constraints} == {"Intercept", "slope", "sigma"}
+    with pytest.raises(pymc_dp.BudgetExceededError, match="'sigma'"):  # sigma unbounded below: infinite epsilon
+        pymc_dp.make_private(model, bounds={"Intercept": (0, 3), "slope": (-3, 3)}, draws=10, data=domains, ledger=None)
+    with pytest.raises(pymc_dp.BudgetExceededError, match="cost epsilon"):  # a cap below their cost
+        pymc_dp.make_private(model, bounds={"Intercept": (0, 3), "slope": (-3, 3), "sigma": (5, None)}, epsilon=1.0,
+                             draws=10, data=domains, ledger=None)
+    with pytest.raises(pymc_dp.PrivacyError, match="'nope'"):
+        pymc_dp.make_private(model, bounds={"nope": (0, 1)}, draws=10, data=domains, ledger=None)
+    idata = pmod.sample(random_seed=2, tune=200, chains=2, cores=1)
+    assert idata.posterior["sigma"].values.min() >= 5 and np.abs(idata.posterior["slope"].values).max() <= 3
+
+
+def test_a_chain_that_does_not_move_is_never_released(monkeypatch, tmp_path):
+    model, domains = linear()
+    ledger = pymc_dp.Ledger(tmp_path / "l.sqlite")
+    pmod = pymc_dp.make_private(model, epsilon=20.0, draws=10, data=domains, ledger=ledger)
+
+    import pymc_dp.core as core
+
+    real = core.run_mcmc
+
+    def frozen(model, **kw):  # every draw of chain 1 at its start, as a chain stuck on a wall
+        post = real(model, **kw)
+        for name in post.data_vars:
+            if name in kw["initvals"]:
+                v = post[name].values.copy()
+                v[1] = np.asarray(kw["initvals"][name], float)
+                post[name].values[...] = v
+        return post
+
+    monkeypatch.setattr(core, "run_mcmc", frozen)
+    # the start is known (no jitter): equal draws at the start are a stuck chain
+    with pytest.raises(pymc_dp.StuckChainError, match="chain 1"):
+        pmod.sample(random_seed=1, tune=100, chains=2, cores=1, init="adapt_diag")
+    assert pmod.last_release is None
+    assert pmod.spent().epsilon == pytest.approx(pmod.certificate.epsilon)  # the charge stays
+
+    # equal consecutive draws away from the start are a chain that moved and kept its point
+    def repeated(model, **kw):
+        post = real(model, **kw)
+        for name in post.data_vars:
+            v = post[name].values.copy()
+            v[1] = v[1, :1]
+            post[name].values[...] = v
+        return post
+
+    monkeypatch.setattr(core, "run_mcmc", repeated)
+    pmod.sample(random_seed=1, tune=100, chains=2, cores=1, init="adapt_diag")

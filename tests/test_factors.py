@@ -1,0 +1,176 @@
+"""The factor analysis (pymc_dp.factors): forms, link spaces, components, alignment, refusals.
+
+Each parameter of a private factor must be read in the form its family's rule takes: a linear
+predictor as written, on the scale of the family's link, with the components of nested families.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_dp
+from pymc_dp.factors import (
+    AffineForm,
+    LinkForm,
+    NestedForm,
+    PointForm,
+    PredictorForm,
+    SpaceForm,
+    find_factors,
+)
+
+RNG = np.random.default_rng(0)
+N = 12
+
+
+def factors_of(model, domains):
+    private = {v: v.name for v in model.data_vars if v.name in domains}
+    return [f for f in find_factors(model, private, domains) if f.is_private]
+
+
+def _covariates():
+    return pm.Data("x1", RNG.uniform(0, 1, N)), pm.Data("x2", RNG.integers(0, 2, N))
+
+
+DOM = {"x1": pymc_dp.Interval(0, 1), "x2": pymc_dp.Binary()}
+
+
+def test_deterministic_around_x_at_w_keeps_the_exact_affine_form():
+    X = RNG.normal(size=(N, 3))
+    X /= np.maximum(1, np.linalg.norm(X, axis=1, keepdims=True))
+    with pm.Model() as m:
+        Xd, yd = pm.Data("X", X), pm.Data("y", RNG.integers(0, 2, N))
+        w, b = pm.Normal("w", shape=3), pm.Normal("b")
+        eta = pm.Deterministic("eta", Xd @ w + b)
+        pm.Bernoulli("y_obs", logit_p=eta, observed=yd)
+    (f,) = factors_of(m, {"X": pymc_dp.Ball(1.0), "y": pymc_dp.Binary()})
+    (form,) = f.forms
+    assert isinstance(form, LinkForm) and isinstance(form.inner, AffineForm)
+    pmod = pymc_dp.make_private(m, epsilon=20.0, draws=10, data={"X": pymc_dp.Ball(1.0), "y": pymc_dp.Binary()}, ledger=None)
+    assert pmod.certificate.factors[0].solver == "affine"  # the polar ball, as without the Deterministic
+
+
+def test_columnwise_logistic_is_a_predictor_and_certifies_by_box():
+    with pm.Model() as m:
+        x1, x2 = _covariates()
+        yd = pm.Data("y", RNG.integers(0, 2, N))
+        b = pm.Normal("b", 0, 1, shape=3)
+        pm.Bernoulli("y_obs", p=pm.math.invlogit(b[0] + b[1] * x1 + b[2] * x2), observed=yd)
+    (f,) = factors_of(m, {**DOM, "y": pymc_dp.Binary()})
+    (form,) = f.forms
+    assert isinstance(form, LinkForm) and isinstance(form.inner, PredictorForm) and form.inner.exact
+    pmod = pymc_dp.make_private(m, epsilon=20.0, draws=10, data={**DOM, "y": pymc_dp.Binary()}, ledger=None)
+    (fc,) = pmod.certificate.factors
+    assert fc.solver == "box" and fc.lipschitz == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("matrix", [False, True])
+def test_formerly_refused_matrix_products_certify(matrix):
+    """X @ w with X in an elementwise Interval (a box of rows), and (X @ W)[:, 1]."""
+    with pm.Model() as m:
+        Xd = pm.Data("feats", np.full((4, 2), 0.3))
+        yd = pm.Data("label", np.array([0, 1, 1, 0]))
+        w = pm.Normal("w", 0, 1, shape=(2, 3) if matrix else (2,))
+        pm.Bernoulli("outcome", logit_p=(Xd @ w)[:, 1] if matrix else Xd @ w, observed=yd)
+    data = {"feats": pymc_dp.Interval(0, 1), "label": pymc_dp.Binary()}
+    pmod = pymc_dp.make_private(m, epsilon=10.0, draws=5, data=data, ledger=None)
+    assert pmod.certificate.epsilon == pytest.approx(10.0)
+
+
+def test_link_spaces_of_the_glm_families():
+    with pm.Model() as m:
+        x1, x2 = _covariates()
+        c = pm.Data("c", RNG.integers(0, 5, N))
+        g = pm.Data("g", RNG.uniform(1, 2, N))
+        b = pm.Normal("b", 0, 1, shape=2)
+        alpha = pm.Exponential("alpha", 1)
+        pm.Poisson("pois", mu=pm.math.exp(b[0] + b[1] * x1), observed=c)
+        pm.NegativeBinomial("nb", mu=pm.math.exp(b[0] + b[1] * x2), alpha=alpha, observed=c)
+        pm.Gamma("gam", alpha=alpha, beta=alpha / pm.math.exp(b[0] + b[1] * x1), observed=g)
+    fs = {f.name: f for f in factors_of(m, {**DOM, "c": pymc_dp.Integers(0, 4), "g": pymc_dp.Interval(1, 2)})}
+    assert isinstance(fs["pois"].forms[0], SpaceForm) and fs["pois"].forms[0].space == "log-mean"
+    n_form, p_form = fs["nb"].forms
+    assert isinstance(n_form, PointForm) and p_form.space == "log-mean"
+    shape_form, scale_form = fs["gam"].forms
+    assert scale_form.space == "log-mean"
+    # ln mu of the Gamma: scale = mu / alpha, and the logs of alpha cancel exactly
+    pred = scale_form.inner.predictor
+    assert pred.exact and pred.containers == ["x1"]
+
+
+def test_softmax_and_ordered_categoricals():
+    K = 3
+    with pm.Model() as m:
+        x1, x2 = _covariates()
+        yd = pm.Data("y", RNG.integers(0, K, N))
+        b = pm.Normal("b", 0, 1, shape=K)
+        pm.Categorical("soft", p=pm.Deterministic("p", pm.math.softmax(pt.stack([b[0] * x1, b[1] * x2, pt.zeros(N)]).T, axis=1)), observed=yd)
+        cut = pm.Normal("cut", mu=np.array([-1.0, 1.0]), sigma=1.0, transform=pm.distributions.transforms.ordered)
+        pm.OrderedLogistic("ord", eta=b[2] * x1, cutpoints=cut, observed=yd)
+    fs = {f.name: f for f in factors_of(m, {**DOM, "y": pymc_dp.Integers(0, K - 1)})}
+    assert fs["soft"].forms[0].space == "softmax"
+    assert fs["ord"].forms[0].space == "ordered-logistic" and len(fs["ord"].forms[0].extra) == 1
+
+
+def test_nested_components():
+    with pm.Model() as m:
+        yd = pm.Data("y", RNG.uniform(3, 16, N))
+        mu = pm.Normal("mu", 10, 5)
+        sigma = pm.HalfNormal("sigma", 5)
+        pm.Censored("cens", pm.Normal.dist(mu, sigma), lower=3, upper=16, observed=yd)
+        zd = pm.Data("z", RNG.integers(0, 5, N))
+        psi = pm.Beta("psi", 2, 2)
+        pm.ZeroInflatedPoisson("zip", psi=psi, mu=pm.math.exp(mu / 10), observed=zd)
+    fs = {f.name: f for f in factors_of(m, {"y": pymc_dp.Interval(3, 16), "z": pymc_dp.Integers(0, 4)})}
+    base, lower, upper = fs["cens"].forms
+    assert isinstance(base, NestedForm) and type(base.op).__name__ == "NormalRV"
+    w, *components = fs["zip"].forms
+    assert isinstance(w, PointForm) and [type(c.op).__name__ for c in components] == ["DiracDeltaRV", "PoissonRV"]
+
+
+def test_ar_steps_read_only_the_series_shape():
+    with pm.Model() as m:
+        yd = pm.Data("y", RNG.normal(size=40))
+        rho = pm.Normal("rho", 0, 0.2, shape=2)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.AR("ar", rho=rho, sigma=sigma, constant=True, init_dist=pm.Normal.dist(0, 10), observed=yd)
+    (f,) = factors_of(m, {"y": pymc_dp.Interval(-5, 5)})
+    rho_f, sigma_f, init_f, steps_f = f.forms
+    assert isinstance(init_f, NestedForm) and isinstance(sigma_f, PointForm) and sigma_f.expr is sigma
+    assert isinstance(steps_f, PointForm) and int(steps_f.expr.data) == 39
+
+
+def test_refusals_name_the_factor_and_the_reason():
+    # a parameter's element i must read record i
+    with pm.Model() as m:
+        x1, _ = _covariates()
+        yd = pm.Data("y", RNG.normal(size=N))
+        b = pm.Normal("b")
+        pm.Normal("shifted", mu=b * x1[::-1], sigma=1.0, observed=yd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="'shifted'.*selects or shifts records"):
+        factors_of(m, {**DOM, "y": pymc_dp.Interval(-3, 3)})
+    # the scale of a Normal may not read the record (heteroscedastic): not a location
+    with pm.Model() as m:
+        x1, _ = _covariates()
+        yd = pm.Data("y", RNG.normal(size=N))
+        b = pm.Normal("b")
+        pm.Normal("hetero", mu=b, sigma=pm.math.exp(b * x1), observed=yd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="'hetero'.*'sigma'"):
+        factors_of(m, {**DOM, "y": pymc_dp.Interval(-3, 3)})
+
+
+def test_gaussian_process_latent_is_refused_for_its_true_reason():
+    X = RNG.uniform(0, 1, (N, 1))
+    with pm.Model() as m:
+        Xd = pm.Data("X", X)
+        yd = pm.Data("y", RNG.normal(size=N))
+        gp = pm.gp.Latent(cov_func=pm.gp.cov.ExpQuad(1, ls=0.3))
+        f = gp.prior("f", X=Xd)
+        pm.Normal("obs", mu=f, sigma=1.0, observed=yd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError) as info:
+        pymc_dp.make_private(m, epsilon=10.0, draws=5, data={"X": pymc_dp.Box(0, 1), "y": pymc_dp.Interval(-4, 4)}, ledger=None)
+    message = str(info.value)
+    assert "'obs'" in message and "every record" in message and "Gaussian-process" in message

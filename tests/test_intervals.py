@@ -1,0 +1,126 @@
+"""Ranges of expressions over boxes (pymc_dp.intervals): sound always, exact on affine ones.
+
+Ground truth: the expression compiled by PyTensor and evaluated at many points of the box (its
+corners included, where affine and bilinear expressions attain their extremes).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
+
+
+@pytest.fixture(scope="module")
+def model():
+    with pm.Model() as m:
+        pm.Normal("b0")
+        pm.Normal("b1")
+        pm.Normal("w", shape=3)
+        pm.HalfNormal("s")
+        pm.Data("X", np.array([[1.0, 2, 3], [-1, 0.5, 2]]))
+        pm.Data("secret", np.array([1.0, 2.0]))
+    return m
+
+
+BOX = {"b0": (-1.0, 2.0), "b1": (0.5, 1.5), "w": (np.array([-1, 0, 1.0]), np.array([1, 0.5, 2.0])), "s": (0.5, 4.0)}
+
+
+def _points(box, names, rng, n=4000):
+    """Random points of the box, a third of the coordinates snapped to an end, plus all corners of
+    the scalar coordinates."""
+    out = []
+    for _ in range(n):
+        point = []
+        for name in names:
+            lo, hi = (np.asarray(v, float) for v in box[name])
+            u = rng.random(lo.shape)
+            u = np.where(rng.random(lo.shape) < 1 / 3, np.round(u), u)
+            point.append(lo + (hi - lo) * u)
+        out.append(point)
+    return out
+
+
+def _brute(exprs, m, box, rng):
+    rvs = [m[n] for n in ("b0", "b1", "w", "s")]
+    fn = pytensor.function(rvs, exprs, on_unused_input="ignore")
+    lo = hi = None
+    for point in _points(box, ["b0", "b1", "w", "s"], rng):
+        vals = fn(*point)
+        lo = vals if lo is None else [np.minimum(a, b) for a, b in zip(lo, vals)]
+        hi = vals if hi is None else [np.maximum(a, b) for a, b in zip(hi, vals)]
+    return lo, hi
+
+
+def _exprs(m):
+    b0, b1, w, s = m["b0"], m["b1"], m["w"], m["s"]
+    X = m["X"]
+    return {
+        "cancels": (b0 + b1 * 2.0) - (b0 + b1 * 5.0),  # exactly -3 b1: affine arithmetic keeps b1 correlated
+        "matvec": pt.dot(X, w) + b0,
+        "stack_T": pt.stack([b0, 2 * b1, b0 - b1]).T,
+        "pairwise": w[:, None] - w[None, :],
+        "indexed": w[[0, 2, 2]] * 3.0 - b1,
+        "product": b0 * b1,
+        "nonlinear": pt.exp(b0) * s + pt.log(s) - pt.sigmoid(b1),
+        "quotient": pt.sum(w * np.array([1.0, -1, 2])) / s,
+        "square": (b0 - b1) ** 2 + pt.abs(b0),
+        "reduce": pt.max(w) - pt.min(w),
+    }
+
+
+AFFINE = ("cancels", "matvec", "stack_T", "pairwise", "indexed")
+
+
+def test_sound_on_every_expression_and_exact_on_affine_ones(model):
+    exprs = _exprs(model)
+    ev = BoxEvaluator(list(exprs.values()), {v.name: v for v in model.free_RVs})
+    ranges = dict(zip(exprs, ev(BOX)))
+    lo, hi = _brute(list(exprs.values()), model, BOX, np.random.default_rng(0))
+    for (name, (rlo, rhi)), blo, bhi in zip(ranges.items(), lo, hi):
+        assert np.all(rlo <= blo + 1e-12), name
+        assert np.all(rhi >= bhi - 1e-12), name
+        if name in AFFINE:  # extremes at corners, which the sample contains: exact
+            np.testing.assert_allclose(rlo, blo, atol=1e-9, err_msg=name)
+            np.testing.assert_allclose(rhi, bhi, atol=1e-9, err_msg=name)
+    # the cancellation is exact: interval arithmetic would give [-4.5 - 3, -1.5 + 3]
+    np.testing.assert_allclose(ranges["cancels"], [-4.5, -1.5])
+    # the diagonal of w_i - w_j is exactly 0
+    np.testing.assert_allclose(np.diag(ranges["pairwise"][0]), 0.0)
+    np.testing.assert_allclose(np.diag(ranges["pairwise"][1]), 0.0)
+
+
+def test_infinite_ends_give_sound_one_sided_ranges(model):
+    s = model["s"]
+    ev = BoxEvaluator([1.0 / s, pt.log(s), s * 2.0 + 1.0], {"s": s})
+    (inv_lo, inv_hi), (log_lo, log_hi), (lin_lo, lin_hi) = ev({"s": (0.5, np.inf)})
+    assert inv_lo == 0.0 and inv_hi == 2.0
+    assert log_lo == pytest.approx(np.log(0.5)) and log_hi == np.inf
+    assert lin_lo == 2.0 and lin_hi == np.inf
+    (inv_lo, inv_hi), *_ = ev({"s": (0.0, 3.0)})
+    assert inv_hi == np.inf and inv_lo == pytest.approx(1 / 3)
+
+
+def test_refuses_private_data_and_unknown_operations(model):
+    with pytest.raises(UnsupportedExpression, match="private"):
+        BoxEvaluator([model["b0"] * model["secret"]], {"b0": model["b0"]}, forbidden=[model["secret"]])
+    ev = BoxEvaluator([pt.gammaln(model["s"])], {"s": model["s"]})
+    with pytest.raises(UnsupportedExpression, match="GammaLn"):
+        ev({"s": (1.0, 2.0)})
+
+
+@pytest.mark.parametrize("lo,hi", list(itertools.product([-2.0, 0.0, 1.0], [1.5, 3.0])))
+def test_product_of_correlated_values(model, lo, hi):
+    """x * (x + 1) over x in [lo, hi]: the affine enclosure is sound whatever the sign pattern."""
+    b0 = model["b0"]
+    ev = BoxEvaluator([b0 * (b0 + 1.0)], {"b0": b0})
+    ((rlo, rhi),) = ev({"b0": (lo, hi)})
+    x = np.linspace(lo, hi, 2001)
+    values = x * (x + 1)
+    assert rlo <= values.min() + 1e-12 and rhi >= values.max() - 1e-12
