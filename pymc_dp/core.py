@@ -34,7 +34,7 @@ from pymc_dp.exceptions import (
 )
 from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
-from pymc_dp.sampling import check_backend, run_mcmc
+from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
 from pymc_dp.units import Users, check_unit, describe_unit
 from pymc_dp.ledger import Ledger, Spend, fingerprint
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
@@ -696,7 +696,7 @@ class PrivateModel:
                 _refuse_stuck_chains(
                     posterior,
                     [rv.name for rv in self.model.free_RVs if rv.name in self._released_names],
-                    initvals if _starts_unjittered(self.model, kwargs) else {},
+                    initvals if starts_at_initvals(self.model, kwargs) else {},
                 )
             release["ledger"] = ledger_state(ledger, self.dataset_id)
             return self._release(posterior, release)
@@ -795,20 +795,6 @@ def _feasible_cap(factor, ctx, available: float) -> int | None:
     finally:
         ctx.domains[factor.observed_container] = saved
     return best
-
-
-def _starts_unjittered(model, kwargs: Mapping[str, Any]) -> bool:
-    """Whether every chain starts exactly at the initial values (no jitter): PyMC's NUTS with
-    ``init="adapt_diag"`` (what pymc_dp.sampling uses behind an indicator potential) or the JAX
-    samplers with ``jitter=False``."""
-    from pymc_dp.sampling import _has_region_wall
-
-    sampler = kwargs.get("nuts_sampler", "pymc")
-    if sampler == "pymc":
-        return kwargs.get("init", "adapt_diag" if _has_region_wall(model) else "auto") in ("adapt_diag", "adapt_full")
-    if sampler in ("numpyro", "blackjax"):
-        return _has_region_wall(model) and not (kwargs.get("nuts_sampler_kwargs") or {}).get("jitter", False)
-    return False
 
 
 def _refuse_stuck_chains(posterior: xr.Dataset, names: Sequence[str], start: Mapping[str, Any]) -> None:

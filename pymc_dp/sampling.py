@@ -189,6 +189,18 @@ def run_mcmc(
     return posterior_only(posterior, model)
 
 
+def starts_at_initvals(model, kwargs: Mapping[str, Any]) -> bool:
+    """Whether :func:`run_mcmc` with these keywords starts every chain exactly at the initial
+    values (no jitter): PyMC's NUTS with ``init="adapt_diag"`` (the default here behind an
+    indicator potential) or the JAX samplers with ``jitter=False``."""
+    sampler = kwargs.get("nuts_sampler", "pymc")
+    if sampler == "pymc":
+        return kwargs.get("init", "adapt_diag" if _has_region_wall(model) else "auto") in ("adapt_diag", "adapt_full")
+    if sampler in ("numpyro", "blackjax"):
+        return _has_region_wall(model) and not (kwargs.get("nuts_sampler_kwargs") or {}).get("jitter", False)
+    return False
+
+
 class _ShortTraceFilter(logging.Filter):
     """Drops PyMC's "Only N samples per chain" warning: a release has as many draws as its
     privacy budget allows (``draws`` in ``private(...)``), which pymc_dp, not the user's call to
