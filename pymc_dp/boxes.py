@@ -252,16 +252,34 @@ def _axes(name: str, ctx, cutpoints: set) -> list[_Axis] | None:
     if ax is None or ax.fixed:
         return None if ax is None else [ax]
     size = int(np.prod(ax.shape)) if ax.shape else 1
-    ordered = type(ctx.model.rvs_to_transforms.get(ctx.free[name])).__name__ == "Ordered"
-    if not (2 <= size <= _SPLIT_MAX) or (ordered and name not in cutpoints):
+    transform = ctx.model.rvs_to_transforms.get(ctx.free[name])
+    ordered = type(transform).__name__ == "Ordered"
+    diagonal = packed_cholesky_diagonal(transform, size)
+    if diagonal is None and (not (2 <= size <= _SPLIT_MAX) or (ordered and name not in cutpoints)):
         return [ax]
     draws = np.asarray(ctx.draws[name], dtype=float).reshape(len(ctx.draws[name]), -1)
     q = np.quantile(draws, [0.158655, 0.5, 0.841345], axis=0)
     out = []
     for i in range(size):
+        # a packed Cholesky factor: its diagonal is positive, the rest real
+        support = ax.support if diagonal is None else ((0.0, math.inf) if diagonal[i] else (-math.inf, math.inf))
         out.append(_Axis(name, (), np.asarray(q[1, i]), np.asarray(max(q[1, i] - q[0, i], 1e-12)),
-                         np.asarray(max(q[2, i] - q[1, i], 1e-12)), ax.support, False, element=i, rv_shape=ax.shape))
+                         np.asarray(max(q[2, i] - q[1, i], 1e-12)), support, False, element=i, rv_shape=ax.shape))
     return out
+
+
+def packed_cholesky_diagonal(transform, size: int) -> np.ndarray | None:
+    """For the packed lower Cholesky factor of ``pm.LKJCholeskyCov`` (transform
+    ``CholeskyCovPacked``), a mask of its diagonal elements; None for any other RV.
+
+    Every element gets its own axis: the box ``diag in (0, inf)``, the rest in ``R``, lies in the
+    factor's support, so an elementwise interval transform restricts its prior (LKJ correlation
+    times the scales' prior, through PyMC's own density of the packed vector) to the box."""
+    if type(transform).__name__ != "CholeskyCovPacked":
+        return None
+    mask = np.zeros(size, dtype=bool)
+    mask[np.asarray(pt.as_tensor_variable(transform.diag_idxs).eval(), dtype=int)] = True
+    return mask
 
 
 def _assemble(pairs) -> dict:
@@ -287,7 +305,7 @@ def _axis(name: str, ctx) -> _Axis | None:
     shape = draws.shape[1:]
     if math.isnan(lo_s):
         tname = type(transform).__name__
-        if tname == "Ordered":
+        if tname in ("Ordered", "CholeskyCovPacked"):  # real elements (a Cholesky factor's diagonal: per element in _axes)
             lo_s, hi_s = -math.inf, math.inf
         else:
             # a simplex or another constrained vector: not truncated, only bounded by its hull
@@ -406,7 +424,14 @@ class _MassModel:
         scaled = np.exp(weights - m)
         mean = float(np.mean(scaled))
         rel_se = float(np.std(scaled) / math.sqrt(n) / mean) if mean > 0 else math.inf
-        how = f"conditional CDFs averaged over {n} public prior draws of the hyperparameters (Rao-Blackwellised Monte Carlo)"
+        kinds = {self.kind[name][0] for name in self.names}
+        if "child" in kinds:
+            how = f"conditional CDFs averaged over {n} public prior draws of the hyperparameters (Rao-Blackwellised Monte Carlo)"
+        else:
+            how = f"Monte Carlo over {n} public prior draws"
+        indicators = sorted(name for name in self.names if self.kind[name][0] == "indicator")
+        if indicators:
+            how += f"; {', '.join(indicators)} by the share of prior draws inside"
         return total + float(m + math.log(mean)), rel_se, how
 
 
@@ -474,7 +499,7 @@ def solve_box(factor: Factor, share: float, ctx):
         if floor is not None and floor > share:
             raise Infeasible(factor.name, floor, certified=True)
         raise Infeasible(factor.name, search.min_L, certified=False)
-    box, L = result
+    box, L, _ = result
     constraints = []
     for ax in axes:
         if ax.fixed or (ax.element is not None and ax.element > 0):  # one constraint per RV
@@ -581,13 +606,13 @@ class _Search:
             self.min_L = min(self.min_L, best)
         return self._best_shift
 
-    def _closest_centre(self, far: np.ndarray, share: float) -> np.ndarray:
+    def _closest_centre(self, far: np.ndarray, share: float, fraction: float = 0.5) -> np.ndarray:
         """On the segment from the median (shift 0) to ``far`` (a point of least constant), the
         point nearest the median whose constant leaves room for a box: at most half the way from
         the least constant to the share. A minimiser of the constant can lie in a degenerate
         corner of the prior (a negative binomial whose mean is e^200, flat over the counts);
         the box's mass is larger near the median."""
-        target = self.min_L + 0.5 * (share - self.min_L)
+        target = self.min_L + fraction * (share - self.min_L)
         lo, hi = 0.0, 1.0
         if self._point_L(far) > target:
             return far
@@ -597,7 +622,34 @@ class _Search:
                 hi = mid
             else:
                 lo = mid
-        return hi * far
+        return self._toward_median(hi * far, target)
+
+    def _toward_median(self, centre: np.ndarray, target: float) -> np.ndarray:
+        """Move each axis of ``centre`` on its own toward its prior median while the constant
+        stays at most ``target``. The segment above moves every axis by one fraction; where the
+        constant needs only some of them away from the median (a scale up, the group effects
+        anywhere), the others go back to their median, where the prior puts its mass."""
+        centre = np.array(centre, dtype=float)
+        # the least-moved axes first: the one that needs moving most (a scale) goes last, so
+        # that the others are not held off their median by the scale's own step back
+        for i in np.argsort(np.abs(centre), kind="stable"):
+            if centre[i] == 0.0:
+                continue
+            trial = centre.copy()
+            trial[i] = 0.0
+            if self._point_L(trial) <= target:
+                centre = trial
+                continue
+            lo, hi = 0.0, 1.0  # fraction of the axis's shift kept: hi is feasible
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                trial[i] = mid * centre[i]
+                if self._point_L(trial) <= target:
+                    hi = mid
+                else:
+                    lo = mid
+            centre[i] = hi * centre[i]
+        return centre
 
     def _neutral_point(self, names) -> dict | None:
         """A parameter value where linear predictors are constant and ordered categories equally
@@ -726,12 +778,28 @@ class _Search:
         k = len(self.moving)
         if k == 0:
             return ({}, self.min_L) if self.min_L <= share else None
-        shifts = np.zeros(k)
-        if self.median_L > share:  # the prior median is outside: centre the box where L is least
-            shifts = self.best_shift()
-            if self.min_L > share:
-                return None
-            shifts = self._closest_centre(shifts, share)
+        if self.median_L <= share:
+            return self._solve_at(np.zeros(k), share)
+        # the prior median is outside: centre the box where L is least, then back toward the
+        # median; how far back trades the centre's prior mass against room for the box's widths
+        far = self.best_shift()
+        if self.min_L > share:
+            return None
+        best = None
+        for fraction in self._CENTRE_FRACTIONS:
+            found = self._solve_at(self._closest_centre(far, share, fraction), share)
+            if found is not None and (best is None or found[2] > best[2]):
+                best = found
+        return best
+
+    #: targets for the centre's constant, as fractions of the way from the least constant found to
+    #: the share (the rest is left for the box's widths)
+    _CENTRE_FRACTIONS = (0.5, 0.15, 0.03)
+
+    def _solve_at(self, shifts: np.ndarray, share: float):
+        """The widest box (by prior mass) around the centre ``shifts`` whose bound fits the share:
+        ``(box, L, log mass)`` or None."""
+        k = len(self.moving)
         if any(ax.shift != c for ax, c in zip(self.moving, shifts)):
             for ax, c in zip(self.moving, shifts):
                 ax.shift = float(c)
@@ -768,4 +836,4 @@ class _Search:
         L = self.bm.region_L(box)
         if not L <= share:  # pragma: no cover - the bisection only keeps feasible boxes
             return None
-        return box, L
+        return box, L, best["value"]

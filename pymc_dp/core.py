@@ -833,6 +833,7 @@ def _bounds_constraints(bounds: Mapping[str, Any], ctx) -> tuple[list, dict]:
     Each value is ``(lower, upper)``; either may be None (unbounded), a number (every element)
     or an array of the RV's shape (per element).
     """
+    from pymc_dp.boxes import packed_cholesky_diagonal
     from pymc_dp.truncate import ElementIntervalConstraint, IntervalConstraint
 
     constraints, box = [], {}
@@ -850,6 +851,9 @@ def _bounds_constraints(bounds: Mapping[str, Any], ctx) -> tuple[list, dict]:
         lo = np.broadcast_to(np.asarray(-math.inf if lower is None else lower, dtype=float), shape)
         hi = np.broadcast_to(np.asarray(math.inf if upper is None else upper, dtype=float), shape)
         lo, hi = np.maximum(lo, lo_s), np.minimum(hi, hi_s)
+        diagonal = packed_cholesky_diagonal(ctx.model.rvs_to_transforms.get(ctx.free[name]), int(np.prod(shape)))
+        if diagonal is not None:  # a packed Cholesky factor: its diagonal is positive
+            lo = np.where(diagonal.reshape(shape), np.maximum(lo, 0.0), lo)
         if np.any(np.isnan(lo)) or np.any(np.isnan(hi)) or np.any(lo >= hi):
             raise PrivacyError(f"bounds[{name!r}] = {value!r} is empty inside the support of {name!r} ({lo_s:g}, {hi_s:g}).")
         box[name] = (lo, hi)

@@ -42,7 +42,15 @@ from pytensor.tensor.basic import Alloc, Join, MakeVector, Split
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Max, Min, Sum
 from pytensor.tensor.shape import Reshape, SpecifyShape
-from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1, Subtensor, indices_from_subtensor
+from pytensor.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
+    AdvancedSubtensor,
+    AdvancedSubtensor1,
+    IncSubtensor,
+    Subtensor,
+    indices_from_subtensor,
+)
 
 __all__ = ["BoxEvaluator", "UnsupportedExpression", "Box"]
 
@@ -341,6 +349,8 @@ class BoxEvaluator:
             else:
                 idx = tuple(_as_index(r) for r in raw)
             return [self._struct(ins[0], lambda a: a[idx], lambda A: A[idx + (slice(None),)])]
+        if isinstance(op, (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)):
+            return [self._inc_subtensor(node, ins, m)]
         if isinstance(op, (Join, MakeVector)):
             if isinstance(op, Join):
                 axis = int(self._raw(node.inputs[0]))
@@ -374,6 +384,66 @@ class BoxEvaluator:
             e = f(np.broadcast_to(v.e, shape))
             A = fA(_broadcast_A(v, shape, self._m))
             return _Val(np.asarray(lo), np.asarray(hi), np.asarray(c), np.asarray(A), np.asarray(e))
+        return _Val.interval(lo, hi)
+
+    def _inc_subtensor(self, node, ins, m) -> _Val:
+        """``x[idx] = y`` (``set_subtensor``) or ``x[idx] += y`` at public indices: a packed
+        Cholesky factor unpacked into its matrix (``LKJCholeskyCov``), a vector assembled in place.
+        Set: the indexed elements take ``y``'s bounds and affine form. Increment: ``x[idx] + y``
+        there (each index once; repeated indices would add ``y`` several times and are refused)."""
+        op = node.op
+        if any(i in self.depends or i in self.rv_of for i in node.inputs[2:]):
+            raise UnsupportedExpression("an index that depends on the parameters")
+        raw = [self._raw(i) for i in node.inputs[2:]]
+        if isinstance(op, IncSubtensor):
+            idx = indices_from_subtensor(raw, op.idx_list)
+            idx = idx if isinstance(idx, tuple) else (idx,)
+        elif isinstance(op, AdvancedIncSubtensor1):
+            idx = (np.asarray(raw[0], dtype=int),)
+        else:
+            idx = tuple(_as_index(r) for r in raw)
+        x, y = ins[0], ins[1]
+        shape = _shape_of(x)
+        probe = np.zeros(shape, dtype=int)
+        np.add.at(probe, idx, 1)
+        if not op.set_instead_of_inc and probe.max(initial=0) > 1:
+            raise UnsupportedExpression("an increment at repeated indices")
+        target_shape = np.zeros(shape)[idx].shape
+
+        def put(base, value):
+            out = np.array(np.broadcast_to(base, shape), dtype=float)
+            value = np.broadcast_to(value, target_shape)
+            if op.set_instead_of_inc:
+                out[idx] = value
+            else:
+                out[idx] = out[idx] + value
+            return out
+
+        if not op.set_instead_of_inc:
+            # x[idx] + y, elementwise over the indexed part: add y's ranges there (exact on affine forms)
+            y_full = self._inc_subtensor_zero_like(y, shape, idx, target_shape, m)
+            return _combine_linear([x, y_full], [1.0, 1.0], m)
+        lo, hi = put(x.lo, y.lo), put(x.hi, y.hi)
+        if x.affine and y.affine:
+            c, e = put(x.c, y.c), put(x.e, y.e)
+            A = np.array(_broadcast_A(x, shape, m), dtype=float)
+            A[idx] = np.broadcast_to(_broadcast_A(y, _shape_of(y), m), target_shape + (m,))
+            return _Val(lo, hi, c, A, e)
+        return _Val.interval(lo, hi)
+
+    def _inc_subtensor_zero_like(self, y: _Val, shape, idx, target_shape, m) -> _Val:
+        """A value of ``shape`` that is 0 everywhere and ``y`` at ``idx``."""
+
+        def put(value):
+            out = np.zeros(shape)
+            out[idx] = np.broadcast_to(value, target_shape)
+            return out
+
+        lo, hi = put(y.lo), put(y.hi)
+        if y.affine:
+            A = np.zeros(tuple(shape) + (m,))
+            A[idx] = np.broadcast_to(_broadcast_A(y, _shape_of(y), m), target_shape + (m,))
+            return _Val(lo, hi, put(y.c), A, put(y.e))
         return _Val.interval(lo, hi)
 
     def _join(self, parts, axis, m):
@@ -428,7 +498,32 @@ class BoxEvaluator:
                 )
                 return _Val.from_affine(c, A, e, lo, hi)
             return _Val.interval(lo, hi)
-        raise UnsupportedExpression("a product of two matrices that both depend on the parameters")
+        return self._dot_free(x, y, m)
+
+    def _dot_free(self, x: _Val, y: _Val, m) -> _Val:
+        """``x @ y`` where both depend on the parameters (``chol @ z`` in a non-centred
+        hierarchy): elementwise interval / affine products, summed over the inner axis. Sound
+        (each product is), and exact on the interval part when one factor is a point."""
+        sx, sy = _shape_of(x), _shape_of(y)
+        if len(sx) not in (1, 2) or len(sy) not in (1, 2):
+            raise UnsupportedExpression("a product of tensors of more than two axes that both depend on the parameters")
+        # (i, k) @ (k, j): broadcast to (i, k, j) and sum over k; a vector gets a unit axis
+        xv = x if len(sx) == 2 else self._struct(x, lambda a: np.reshape(np.broadcast_to(a, sx), (1,) + sx), lambda A: np.reshape(A, (1,) + sx + (A.shape[-1],)))
+        yv = y if len(sy) == 2 else self._struct(y, lambda a: np.reshape(np.broadcast_to(a, sy), sy + (1,)), lambda A: np.reshape(A, sy + (1, A.shape[-1])))
+        n_i, n_k = _shape_of(xv)
+        n_k2, n_j = _shape_of(yv)
+        if n_k != n_k2:
+            raise UnsupportedExpression("a matrix product of mismatched shapes")
+        x3 = self._struct(xv, lambda a: np.broadcast_to(a, (n_i, n_k))[:, :, None], lambda A: _broadcast_A_shape(A, (n_i, n_k))[:, :, None, :])
+        y3 = self._struct(yv, lambda a: np.broadcast_to(a, (n_k, n_j))[None, :, :], lambda A: _broadcast_A_shape(A, (n_k, n_j))[None, :, :, :])
+        out = self._sum(_product(x3, y3, m), (1,), m)
+        if len(sx) == 1 and len(sy) == 1:
+            return self._struct(out, lambda a: np.reshape(a, ()), lambda A: np.reshape(A, (A.shape[-1],)))
+        if len(sx) == 1:
+            return self._struct(out, lambda a: np.reshape(a, (n_j,)), lambda A: np.reshape(A, (n_j, A.shape[-1])))
+        if len(sy) == 1:
+            return self._struct(out, lambda a: np.reshape(a, (n_i,)), lambda A: np.reshape(A, (n_i, A.shape[-1])))
+        return out
 
     def _elemwise(self, sop, ins, node, m) -> _Val:
         t = type(sop)
@@ -494,6 +589,10 @@ def _as_index(raw):
     if arr.dtype == object:  # a slice stored as a constant
         return arr.item()
     return arr.astype(int) if arr.dtype.kind in "iub" else arr
+
+
+def _broadcast_A_shape(A: np.ndarray, shape) -> np.ndarray:
+    return np.broadcast_to(A, tuple(shape) + (A.shape[-1],))
 
 
 def _matmul(a, b):

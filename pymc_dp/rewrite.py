@@ -162,6 +162,9 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
             transform = Interval(bounds_fn=lambda *_, lo_=lower_c, hi_=upper_c: (lo_, hi_))
         else:
             transform = Interval(lower=lower, upper=upper)
+        ndim_supp = int(getattr(rv.owner.op, "ndim_supp", 0) or 0)
+        if ndim_supp:  # a multivariate RV (a packed LKJ Cholesky factor): one Jacobian per draw
+            transform = _SupportInterval(transform, ndim_supp)
         if type(model.rvs_to_transforms.get(model[name])).__name__ == "Ordered":
             lo_f, hi_f = np.broadcast_to(lo, ctx.shapes[name]).reshape(-1), np.broadcast_to(hi, ctx.shapes[name]).reshape(-1)
             if np.all(hi_f[:-1] <= lo_f[1:]):
@@ -289,6 +292,24 @@ def _strictly_increasing(start: np.ndarray, lo, hi) -> np.ndarray:
             gap = (hi[i] - x[i - 1]) if math.isfinite(hi[i]) else 1.0
             x[i] = x[i - 1] + 1e-3 * max(gap, 1e-9)
     return x.reshape(np.shape(start))
+
+
+class _SupportInterval(Interval):
+    """An elementwise interval transform on a multivariate RV (``ndim_supp`` > 0).
+
+    PyMC's ``Interval`` is univariate: its log-Jacobian has one term per element, which PyMC
+    refuses to add to a multivariate RV's logp (one term per draw). The map is elementwise, so its
+    Jacobian matrix is diagonal and the log-determinant over a draw is the sum of the elementwise
+    terms over the support's axes; that is all this class changes. The box must lie inside the
+    RV's support (a Cholesky factor's diagonal positive), which the solver guarantees."""
+
+    def __init__(self, base: Interval, ndim_supp: int):
+        super().__init__(bounds_fn=base.args_fn)
+        self.ndim_supp = ndim_supp
+
+    def log_jac_det(self, value, *inputs):
+        per_element = super().log_jac_det(value, *inputs)
+        return pt.sum(per_element, axis=tuple(range(-self.ndim_supp, 0)))
 
 
 def _interval_end(end, name: str, side: str):

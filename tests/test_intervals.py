@@ -124,3 +124,53 @@ def test_product_of_correlated_values(model, lo, hi):
     x = np.linspace(lo, hi, 2001)
     values = x * (x + 1)
     assert rlo <= values.min() + 1e-12 and rhi >= values.max() - 1e-12
+
+
+def test_unpacked_cholesky_times_free_matrix_is_sound():
+    """``chol @ z`` of the non-centred LKJ hierarchy: the packed factor set into a matrix
+    (``AdvancedSetSubtensor``), times a free matrix. Brute force over the box's points (corners
+    included); the interval of each entry is exact here (each is a sum of products of distinct
+    box coordinates, multilinear, extreme at corners)."""
+    with pm.Model() as m:
+        packed = pm.Normal("packed", shape=3)
+        z = pm.Normal("z", shape=(2, 4))
+        chol = pm.expand_packed_triangular(2, packed, lower=True)
+        ab = pt.dot(chol, z).T
+        theta = ab[np.array([0, 3, 1]), 0] + ab[np.array([0, 3, 1]), 1] * 2.0
+        vec = pt.dot(packed[:2], z[:, 0])  # vector @ vector of two free values
+        inc = pt.inc_subtensor(pt.zeros(3)[np.array([0, 2])], packed[1:])  # increment at distinct indices
+    box = {"packed": (np.array([0.2, -0.5, 0.1]), np.array([1.5, 0.4, 1.0])), "z": (-np.ones((2, 4)), 2 * np.ones((2, 4)))}
+    exprs = [ab, theta, vec, inc]
+    ev = BoxEvaluator(exprs, {"packed": packed, "z": z})
+    ranges = ev(box)
+    fn = pytensor.function([packed, z], exprs)
+    rng = np.random.default_rng(1)
+    lo = hi = None
+    for _ in range(6000):
+        point = []
+        for name in ("packed", "z"):
+            a, b = box[name]
+            u = rng.random(np.shape(a))
+            u = np.where(rng.random(u.shape) < 0.5, np.round(u), u)
+            point.append(a + (b - a) * u)
+        vals = fn(*point)
+        lo = vals if lo is None else [np.minimum(x, y) for x, y in zip(lo, vals)]
+        hi = vals if hi is None else [np.maximum(x, y) for x, y in zip(hi, vals)]
+    for (rlo, rhi), blo, bhi in zip(ranges, lo, hi):
+        assert np.shape(rlo) == np.shape(blo)
+        assert np.all(rlo <= blo + 1e-12) and np.all(rhi >= bhi - 1e-12)
+    # chol @ z entrywise: [L00 z0j, L10 z0j + L11 z1j]; extremes at corners, which the sample hits
+    np.testing.assert_allclose(ranges[0][0], lo[0], atol=1e-9)
+    np.testing.assert_allclose(ranges[0][1], hi[0], atol=1e-9)
+    # the element that no index increments stays exactly 0
+    np.testing.assert_allclose(ranges[3][0][1], 0.0)
+    np.testing.assert_allclose(ranges[3][1][1], 0.0)
+
+
+def test_increment_at_repeated_indices_is_refused():
+    with pm.Model():
+        w = pm.Normal("w", shape=2)
+        expr = pt.inc_subtensor(pt.zeros(3)[np.array([0, 0])], w)
+    ev = BoxEvaluator([expr], {"w": w})
+    with pytest.raises(UnsupportedExpression, match="repeated"):
+        ev({"w": (-1.0, 1.0)})
