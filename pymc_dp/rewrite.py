@@ -156,6 +156,8 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         new_value = rv.type()
         new_value.name = f"{name}_interval__"
         lower, upper = _interval_end(lo, name, "lower"), _interval_end(hi, name, "upper")
+        if lower is None and upper is None:  # the whole support: nothing to truncate
+            continue
         if np.ndim(lower) or np.ndim(upper):  # per-element bounds: PyMC takes them through bounds_fn
             lower_c = None if lower is None else pt.constant(np.asarray(lower, dtype="float64"))
             upper_c = None if upper is None else pt.constant(np.asarray(upper, dtype="float64"))

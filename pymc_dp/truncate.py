@@ -507,7 +507,9 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         None if not math.isfinite(lower) or lower <= lo_s else float(lower),
         None if not math.isfinite(upper) or upper >= hi_s else float(upper),
     )
-    return FactorRegion(factor, share, [constraint], "interval", f_min)
+    # the whole support fits (a Student-t location: its constant is bounded): no truncation
+    constraints = [] if constraint.lower is None and constraint.upper is None else [constraint]
+    return FactorRegion(factor, share, constraints, "interval", f_min)
 
 
 def _observed_shape(factor: Factor, ctx: RegionContext) -> tuple[int, ...]:

@@ -180,3 +180,20 @@ def test_bounds_on_a_packed_cholesky_factor_keep_its_diagonal_positive():
     )
     text = str(pmod.certificate)
     assert "chol in [0, 1], [-0.5, 0.5], [0, 1]" in text, text
+
+
+def test_a_factor_bounded_over_the_whole_support_needs_no_truncation():
+    """Student-t location with a fixed scale: ``sup_mu L = (nu + 1) asinh(w / (sigma sqrt(nu)))``
+    is finite, so at a large enough share the region is all of R. Regression: the empty interval
+    constraint reached PyMC's ``Interval(None, None)`` and crashed the rewrite."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.uniform(-1, 1, 30))
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.StudentT("y", nu=4, mu=mu, sigma=1.0, observed=x)
+    pmod = pymc_dp.make_private(model, epsilon=6.0, draws=1, data={"x": pymc_dp.Interval(-1, 1)}, ledger=None)
+    (factor,) = pmod.certificate.factors
+    assert factor.truncation == () and pmod.certificate.prior_mass_kept == 1.0
+    assert pmod.certificate.epsilon_per_draw <= 6.0
+    idata = pmod.sample(chains=1, tune=50, random_seed=0, progressbar=False)
+    assert idata.posterior["mu"].size == 1
