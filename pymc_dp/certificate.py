@@ -22,8 +22,11 @@ class FactorCertificate:
     reads : tuple of str
         The private containers it reads.
     lipschitz : float
-        The per-record constant ``L_j`` that the truncation guarantees: on the truncated
-        prior's support, one record changes this factor's log-likelihood by at most ``L_j``.
+        The factor's part ``L_j`` of ``Delta`` that the truncation guarantees. With ``bound =
+        "lipschitz"``: on the truncated prior's support, one record changes this factor's
+        log-likelihood by at most ``L_j``. With ``bound = "oscillation"``: ``L_j`` is half the
+        oscillation (sup minus inf over the support) of that change, which is what one draw's
+        privacy loss depends on (docs/theory/oscillation.md); it may be smaller than the change.
     truncation : tuple of str
         The constraints applied to the free RVs it reads.
     solver : str
@@ -45,6 +48,9 @@ class FactorCertificate:
     #: that may be loose (terms that read the same container added as intervals), which
     #: ``pymc_dp.audit`` measures
     loose_bound: str | None = None
+    #: what certifies ``lipschitz``: "lipschitz" (the sup of the change over the region) or
+    #: "oscillation" (half the oscillation of the change over the region)
+    bound: str = "lipschitz"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -141,6 +147,7 @@ class Certificate:
         for f in self.factors:
             lines.append(
                 f"    {f.name:<12} {f.family:<12} reads {', '.join(f.reads):<16} L = {f.lipschitz:.6g}"
+                + (" (half the oscillation over the region)" if f.bound == "oscillation" else "")
             )
             for t in f.truncation:
                 lines.append(f"      truncation: {t}")

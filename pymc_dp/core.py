@@ -224,6 +224,7 @@ class PrivateModel:
                     equal_share=_float_or_none(budget_split and budget_split.equal_shares.get(f.name)),
                     min_lipschitz=_float_or_none(budget_split and budget_split.min_shares.get(f.name)),
                     loose_bound=getattr(regions[f.name], "inexact_reason", None),
+                    bound=getattr(regions[f.name], "bound", "lipschitz"),
                 )
                 for f in self.factors
             ),
@@ -414,6 +415,7 @@ class PrivateModel:
         and each factor's constant is the certified sup of its rule over that box (the region
         rules of :mod:`pymc_dp.rules.region`); epsilon follows from them."""
         from pymc_dp.boxes import BoxModel, _Unsupported
+        from pymc_dp.oscillation import OscillationModel
         from pymc_dp.rules.region import NoRegionRule
         from pymc_dp.truncate import FactorRegion
 
@@ -436,6 +438,12 @@ class PrivateModel:
                 full[name] = box.get(name, (lo_s, hi_s))
                 read_by.setdefault(name, []).append(f.name)
             L = bm.region_L(full)
+            bound = "lipschitz"
+            osc_model = OscillationModel.build(f, ctx)
+            if osc_model is not None:  # the sharper certificate, where the family has one
+                half_osc = 0.5 * osc_model.oscillation(*(np.asarray(v, dtype=float) for v in full[osc_model.name]))
+                if half_osc < L:
+                    L, bound = half_osc, "oscillation"
             if not math.isfinite(L):
                 open_vars = [n for n in bm.vars if n not in box]
                 hint = (f"bound {open_vars} as well (their support is unbounded in a direction that makes the "
@@ -444,7 +452,7 @@ class PrivateModel:
                     f"bounds=: factor {f.name!r} ({f.family}) has no finite per-record constant over these bounds, "
                     f"so epsilon would be infinite; {hint}."
                 )
-            regions[f.name] = FactorRegion(f, L, [c for c in constraints if c.var in bm.vars], "bounds", None)
+            regions[f.name] = FactorRegion(f, L, [c for c in constraints if c.var in bm.vars], "bounds", None, bound)
             lipschitz[f.name] = L
         unread = sorted(set(box) - set(read_by))
         if unread:

@@ -166,6 +166,9 @@ class FactorRegion:
     constraints: list
     solver: str
     min_lipschitz: float | None = None
+    #: what certifies ``share``: ``"lipschitz"`` (sup of the factor's constant over the region)
+    #: or ``"oscillation"`` (half its oscillation over the region, docs/theory/oscillation.md)
+    bound: str = "lipschitz"
 
 
 # --------------------------------------------------------------------------- prior draws
@@ -372,6 +375,39 @@ def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: flo
     return crossing(-1), crossing(+1), f_min
 
 
+def _sublevel_components(f: Callable[[float], float], grid: np.ndarray, level: float, values: np.ndarray):
+    """Every connected piece ``[t_lo, t_hi]`` of ``{f <= level}`` the grid sees, ends refined by root
+    finding (None: the piece reaches the grid's end). A constant that is not quasi-convex (a
+    Student-t location with a fixed scale: small near the data and again far from them) has
+    several; the caller keeps the one with the most prior mass."""
+    values = np.where(np.isfinite(values), values, np.inf)
+    inside = values <= level
+    pieces = []
+    i = 0
+    n = len(grid)
+    while i < n:
+        if not inside[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and inside[j + 1]:
+            j += 1
+
+        def end(k_in, k_out):
+            root = optimize.brentq(lambda t: f(t) - level, grid[k_in], grid[k_out], xtol=1e-14, rtol=1e-14)
+            for _ in range(60):  # step inside until f <= level holds exactly
+                if f(root) <= level:
+                    break
+                root = root + (grid[k_in] - root) * 1e-9
+            return float(root)
+
+        t_lo = None if i == 0 else end(i, i - 1)
+        t_hi = None if j == n - 1 else end(j, j + 1)
+        pieces.append((t_lo, t_hi))
+        i = j + 1
+    return pieces
+
+
 def _numeric(expr) -> np.ndarray:
     return np.asarray(expr.eval(), dtype=float)
 
@@ -380,12 +416,33 @@ def _numeric(expr) -> np.ndarray:
 def solve_factor(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
     """Constraints on the free RVs that keep ``L_factor <= share``; see the module docstring."""
     from pymc_dp.boxes import solve_box
+    from pymc_dp.oscillation import solve_oscillation
 
+    by_oscillation = solve_oscillation(factor, share, ctx)
     for solver in (solve_affine, solve_location_scale, solve_scalar, solve_box):
-        region = solver(factor, share, ctx)
+        try:
+            region = solver(factor, share, ctx)
+        except Infeasible:
+            if by_oscillation is not None:  # the constant cannot fit, but the oscillation can
+                return by_oscillation
+            raise
         if region is not None:
+            if by_oscillation is not None and _more_mass(by_oscillation, region, ctx):
+                return by_oscillation
             return region
-    return solve_potential(factor, share, ctx)
+    return by_oscillation if by_oscillation is not None else solve_potential(factor, share, ctx)
+
+
+def _more_mass(a: FactorRegion, b: FactorRegion, ctx: RegionContext) -> bool:
+    """Whether region ``a`` keeps more prior mass than ``b`` (both sets of interval constraints;
+    otherwise False: ``b`` stays)."""
+    from pymc_dp.boxes import box_log_mass
+
+    boxes = [constraints_box(r.constraints, ctx) if r.constraints else {} for r in (a, b)]
+    if any(box is None for box in boxes):
+        return False
+    masses = [box_log_mass(box, ctx) if box else 0.0 for box in boxes]
+    return masses[0] > masses[1]
 
 
 class Infeasible(Exception):
@@ -476,6 +533,19 @@ def solve_scalar(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         raise Infeasible(factor.name, float(err.args[0])) from None
     lower = lo_s if t_lo is None else t_lo
     upper = hi_s if t_hi is None else t_hi
+    pieces = _sublevel_components(f, grid, share, values)
+    if len(pieces) > 1:  # not quasi-convex: keep the piece with the most prior mass
+        from pymc_dp.boxes import box_log_mass
+
+        def piece_mass(piece):
+            a = lo_s if piece[0] is None else piece[0]
+            b = hi_s if piece[1] is None else piece[1]
+            return box_log_mass({name: (np.float64(a), np.float64(b))}, ctx)
+
+        best = max(pieces, key=piece_mass)
+        if piece_mass(best) > piece_mass((t_lo, t_hi)):
+            lower = lo_s if best[0] is None else best[0]
+            upper = hi_s if best[1] is None else best[1]
 
     def sup_over_box(lo_t, hi_t):
         ends = [t for t in (lo_t, hi_t) if math.isfinite(t) and lo_s < t < hi_s]

@@ -1,0 +1,199 @@
+"""Oscillation rules: the sharper per-draw certificate for one-parameter exponential families.
+
+Why (``docs/theory/oscillation.md``). For neighbouring datasets ``x, x'`` and ``g(theta) =
+ln p(x | theta) - ln p(x' | theta)``,
+
+.. math:: \\ln \\frac{\\pi(\\theta \\mid x)}{\\pi(\\theta \\mid x')} = g(\\theta) - \\ln
+          \\mathbb{E}_{\\pi(\\cdot \\mid x')}\\left[e^{g}\\right]
+          \\in [\\inf_\\Theta g - \\sup_\\Theta g,\\ \\sup_\\Theta g - \\inf_\\Theta g],
+
+so one draw from the posterior on ``Theta`` is ``eps_0``-DP with ``eps_0 = sup over neighbours of
+osc_Theta g = sup_Theta g - inf_Theta g``. Always ``osc <= 2 sup_Theta |g| <= 2 Delta``; for a
+sum of factors ``osc(sum) <= sum of osc``, so half a factor's oscillation can stand in for its
+``L`` in the lift (``Delta = sum_j osc_j / 2``, ``eps_0 = 2 Delta``).
+
+The closed form. A factor whose one free parameter ``theta`` enters as an exponential family,
+
+.. math:: \\ln p(x \\mid \\theta) = \\eta(\\theta)\\, T(x) - A(\\theta) + h(x),
+
+changed in one element ``x -> x'`` (same element, so the same fixed parameters) has
+``g(theta) = eta(theta) (T(x) - T(x'))``: ``A`` and ``h`` cancel. For fixed ``x, x'`` it is
+linear in ``eta``, so over a region where ``eta`` ranges over ``[eta_lo, eta_hi]``
+
+.. math:: \\mathrm{osc}\\, g = |T(x) - T(x')| (\\eta_{hi} - \\eta_{lo}),
+          \\qquad \\sup_{x, x'} \\mathrm{osc}\\, g = \\mathrm{span}_D(T)\\,(\\eta_{hi} - \\eta_{lo}),
+
+attained by the two records at the ends of ``T``'s range over the domain ``D``. The location of
+the region costs nothing: only its width in ``eta``. (For Bernoulli, ``eta = logit p``, a
+symmetric interval ``[-L, L]`` gives ``2L``, the old certificate; the same width anywhere else
+gives the same ``eps_0``.)
+
+Each rule below names ``eta`` (monotone in the parameter), the direction of that monotonicity
+and ``span_D(T)`` per element, and is checked by brute force in
+``tests/rules/test_oscillation.py`` (sup over record pairs of ``sup - inf`` over a parameter grid
+equals the formula, attained at the grid's ends).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import singledispatch
+from typing import Callable
+
+import numpy as np
+from pytensor.tensor.random.basic import (
+    BernoulliRV,
+    BetaRV,
+    BinomialRV,
+    ExponentialRV,
+    GammaRV,
+    GeometricRV,
+    LogNormalRV,
+    NormalRV,
+    PoissonRV,
+)
+
+from pymc_dp.domains import Domain
+from pymc_dp.rules.base import domain_interval, integer_domain
+
+__all__ = ["NaturalParameter", "natural_parameter", "oscillation"]
+
+
+@dataclass(frozen=True)
+class NaturalParameter:
+    """How one free parameter of a factor enters its log-density: ``eta(theta) T(x)``.
+
+    ``eta`` maps parameter values (arrays, broadcast with the factor's fixed parameters) to the
+    natural parameter; it is increasing when ``increasing`` else decreasing, on the parameter's
+    support. ``t_span`` is ``max_D T - min_D T`` per element (broadcastable)."""
+
+    family: str
+    eta: Callable[[np.ndarray], np.ndarray]
+    increasing: bool
+    t_span: np.ndarray
+
+    def eta_range(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
+        """``[eta_lo, eta_hi]`` over parameter values in ``[lo, hi]`` (elementwise)."""
+        with np.errstate(all="ignore"):
+            a, b = self.eta(np.asarray(lo, float)), self.eta(np.asarray(hi, float))
+        return (a, b) if self.increasing else (b, a)
+
+
+def oscillation(natural: NaturalParameter, lo, hi) -> np.ndarray:
+    """``sup`` over element changes of the oscillation over parameters in ``[lo, hi]``, per element:
+    ``span_D(T) (eta_hi - eta_lo)`` (0 where the interval is a point; inf at an end where eta is)."""
+    e_lo, e_hi = natural.eta_range(lo, hi)
+    with np.errstate(invalid="ignore"):
+        width = np.where(e_hi == e_lo, 0.0, e_hi - e_lo)
+        out = np.asarray(natural.t_span, float) * width
+    return np.where(np.isnan(out), np.inf, out)
+
+
+@singledispatch
+def natural_parameter(op, domain: Domain, params: tuple, free: int) -> NaturalParameter | None:
+    """The :class:`NaturalParameter` of parameter ``free`` of ``op``'s family, or None.
+
+    ``params`` holds the other parameters as public numbers (arrays); ``params[free]`` is None.
+    None means no closed form is registered (the factor keeps the ``2 L`` certificate)."""
+    return None
+
+
+def _logit(p):
+    return np.log(p) - np.log1p(-p)
+
+
+def _count_span(domain, family, support_lo=0) -> float:
+    lo, hi = integer_domain(domain, family, support_lo)
+    return float(hi - lo)
+
+
+@natural_parameter.register(BernoulliRV)
+def _bernoulli(op, domain, params, free):
+    """``ln p(x) = x logit(p) + ln(1 - p)``: ``eta = logit p`` (increasing), ``T = x``."""
+    return NaturalParameter("Bernoulli", _logit, True, np.asarray(_count_span(domain, "Bernoulli")))
+
+
+@natural_parameter.register(BinomialRV)
+def _binomial(op, domain, params, free):
+    """``ln p(x) = x logit(p) + n ln(1 - p) + ln C(n, x)``, ``p`` free (``n`` fixed, the element's
+    own: it cancels with ``A``): ``eta = logit p``, ``T = x``."""
+    if free != 1:
+        return None
+    return NaturalParameter("Binomial", _logit, True, np.asarray(_count_span(domain, "Binomial")))
+
+
+@natural_parameter.register(PoissonRV)
+def _poisson(op, domain, params, free):
+    """``ln p(x) = x ln(mu) - mu - ln x!``: ``eta = ln mu`` (increasing), ``T = x``."""
+    return NaturalParameter("Poisson", np.log, True, np.asarray(_count_span(domain, "Poisson")))
+
+
+@natural_parameter.register(GeometricRV)
+def _geometric(op, domain, params, free):
+    """Trials to the first success, ``ln p(x) = (x - 1) ln(1 - p) + ln p``: ``eta = ln(1 - p)``
+    (decreasing in p), ``T = x``."""
+    return NaturalParameter("Geometric", lambda p: np.log1p(-p), False, np.asarray(_count_span(domain, "Geometric", 1)))
+
+
+@natural_parameter.register(ExponentialRV)
+def _exponential(op, domain, params, free):
+    """Scale ``s`` (PyMC's ``1 / lam``): ``ln p(x) = -x / s - ln s``: ``eta = -1/s`` (increasing
+    in s, ``= -lam``), ``T = x``."""
+    a, b = domain_interval(domain, "Exponential")
+    return NaturalParameter("Exponential", lambda s: -1.0 / s, True, np.asarray(b - a))
+
+
+@natural_parameter.register(NormalRV)
+def _normal(op, domain, params, free):
+    """``ln p(x) = -(x - mu)^2 / (2 sigma^2) - ln sigma - ln(2 pi) / 2``.
+
+    ``mu`` free (sigma fixed): ``eta = mu / sigma^2`` (increasing), ``T = x``, span ``b - a``.
+    ``sigma`` free (mu fixed): ``eta = -1 / (2 sigma^2)`` (increasing), ``T = (x - mu)^2``, whose
+    span over ``[a, b]`` is ``max((a - mu)^2, (b - mu)^2) - (dist(mu, [a, b]))^2``."""
+    a, b = domain_interval(domain, "Normal")
+    mu, sigma = params
+    if free == 0:
+        s2 = np.square(np.asarray(sigma, float))
+        return NaturalParameter("Normal", lambda m: m / s2, True, np.asarray(b - a))
+    mu = np.asarray(mu, float)
+    far = np.maximum(np.square(a - mu), np.square(b - mu))
+    near = np.square(np.maximum(0.0, np.maximum(a - mu, mu - b)))
+    return NaturalParameter("Normal", lambda s: -0.5 / np.square(s), True, far - near)
+
+
+@natural_parameter.register(LogNormalRV)
+def _lognormal(op, domain, params, free):
+    """``mu`` free (sigma fixed): ``ln p(x) = -(ln x - mu)^2 / (2 sigma^2) - ln x - ...``, so
+    ``eta = mu / sigma^2``, ``T = ln x``, span ``ln(b / a)`` (the Jacobian ``-ln x`` is ``h``)."""
+    if free != 0:
+        return None
+    a, b = domain_interval(domain, "LogNormal")
+    if a <= 0:
+        return None
+    s2 = np.square(np.asarray(params[1], float))
+    return NaturalParameter("LogNormal", lambda m: m / s2, True, np.asarray(np.log(b / a)))
+
+
+@natural_parameter.register(GammaRV)
+def _gamma(op, domain, params, free):
+    """``ln p(x) = (k - 1) ln x - x / s - k ln s - ln Gamma(k)``.
+
+    Scale ``s`` free: ``eta = -1/s`` (increasing), ``T = x``, span ``b - a``. Shape ``k`` free:
+    ``eta = k``, ``T = ln x``, span ``ln(b / a)`` (needs ``a > 0``)."""
+    a, b = domain_interval(domain, "Gamma")
+    if free == 1:
+        return NaturalParameter("Gamma", lambda s: -1.0 / s, True, np.asarray(b - a))
+    if a <= 0:
+        return None
+    return NaturalParameter("Gamma", lambda k: np.asarray(k, float), True, np.asarray(np.log(b / a)))
+
+
+@natural_parameter.register(BetaRV)
+def _beta(op, domain, params, free):
+    """``ln p(x) = (alpha - 1) ln x + (beta - 1) ln(1 - x) - ln B(alpha, beta)``: ``alpha`` free:
+    ``eta = alpha``, ``T = ln x``; ``beta`` free: ``eta = beta``, ``T = ln(1 - x)``."""
+    a, b = domain_interval(domain, "Beta")
+    if not (0 < a and b < 1):
+        return None
+    span = np.log(b / a) if free == 0 else np.log((1 - a) / (1 - b))
+    return NaturalParameter("Beta", lambda v: np.asarray(v, float), True, np.asarray(span))
