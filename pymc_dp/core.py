@@ -391,8 +391,8 @@ class PrivateModel:
                 f"the budget cannot be met: factor {name!r} ({factor.family}) has a per-record constant of at "
                 f"least {err.mins[name]:.4g} for every parameter value (proved), and the factors' smallest "
                 f"constants lift to more than the budget's Delta = {eps0 / 2:.4g} per draw. The smallest "
-                f"achievable epsilon for {self.draws} draw(s) with unit={self.unit!r} is at least {eps_min:.4g}. "
-                f"To do: raise epsilon, lower draws, or {hint}."
+                f"epsilon the per-record constant can certify for {self.draws} draw(s) with unit={self.unit!r} "
+                f"is at least {eps_min:.4g}.{_oscillation_note(factor)} To do: raise epsilon, lower draws, or {hint}."
             )
         if lifted >= delta_record * (1 - 1e-12):
             return BudgetExceededError(
@@ -833,6 +833,20 @@ def _refuse_stuck_chains(posterior: xr.Dataset, names: Sequence[str], start: Map
                 "potential); increase tune=, raise epsilon for a wider region, or write the factor in a form "
                 "the box or affine solvers handle (see the certificate's solver)."
             )
+
+
+def _oscillation_note(factor) -> str:
+    """For a family with a closed-form oscillation (which has no floor: only a region's width
+    costs), how to write the factor so that pymc_dp certifies it; empty otherwise."""
+    from pymc_dp.rules.oscillation import natural_parameter
+
+    if natural_parameter.dispatch(type(factor.op)) is natural_parameter.dispatch(object):
+        return ""
+    return (
+        f" The oscillation certificate (docs/theory/oscillation.md) has no such floor for a {factor.family} "
+        "factor, but pymc_dp applies it only where the parameter is an expression of one free RV that "
+        f"reads no private data; {factor.name!r} is not written that way."
+    )
 
 
 def _bounds_constraints(bounds: Mapping[str, Any], ctx) -> tuple[list, dict]:

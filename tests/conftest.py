@@ -14,3 +14,14 @@ def _private_default_ledger(tmp_path_factory):
     mp.setenv("PYMC_DP_LEDGER", str(tmp_path_factory.mktemp("ledger") / "default.sqlite"))
     yield
     mp.undo()
+
+
+@pytest.fixture
+def lipschitz_only(monkeypatch):
+    """Certify by the per-record constant alone (no oscillation regions): for the tests of the
+    machinery that factors without a closed-form oscillation (regressions, indexed parameters)
+    rely on -- proved floors, minimum shares, infeasible splits -- written on the small scalar
+    models whose floors are known in closed form (a Poisson count: 2.86 on {0..10})."""
+    from pymc_dp.oscillation import OscillationModel
+
+    monkeypatch.setattr(OscillationModel, "build", classmethod(lambda cls, factor, ctx: None))

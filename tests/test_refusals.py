@@ -370,6 +370,16 @@ def _binomial():
     return m
 
 
+def _binomial_of_two():
+    """The probability is a product of two free RVs: no oscillation region (one free RV only), so
+    the per-record constant's proved floor ln C(10, 5) decides."""
+    with pm.Model() as m:
+        kd = pm.Data("heads", np.array([3, 5, 7]))
+        p = pm.Beta("rate", 1, 1) * pm.Beta("bias", 5, 1)
+        pm.Binomial("tosses", n=10, p=p, observed=kd)
+    return m
+
+
 def _categorical():
     with pm.Model() as m:
         xd = pm.Data("answer", np.array([0, 2, 1]))
@@ -386,7 +396,7 @@ build("domain-above-categorical-classes", DomainError, ("'answers'", "'answer'",
       _categorical, {"answer": pymc_dp.Integers(0, 4)})
 
 build("budget-below-the-smallest-constant", BudgetExceededError, ("'tosses'", "epsilon"),
-      _binomial, {"heads": pymc_dp.Integers(0, 10)}, epsilon=0.1, draws=1)
+      _binomial_of_two, {"heads": pymc_dp.Integers(0, 10)}, epsilon=0.1, draws=1)
 
 
 @case("users-max-rows-zero", PrivacyError, "max_rows=")
@@ -575,11 +585,27 @@ def test_refused(case, env):
     assert _snapshot(env.root) == before, "a ledger file changed, appeared or vanished"
 
 
-def test_budget_message_states_smallest_epsilon(env):
+def test_budget_message_states_smallest_epsilon(env, lipschitz_only):
     with pytest.raises(BudgetExceededError) as info:
         env.private(_binomial(), {"heads": pymc_dp.Integers(0, 10)}, epsilon=0.1, draws=1)
-    # ln C(10, 5) = 5.529..., per draw 2 x that
+    # ln C(10, 5) = 5.529..., per draw 2 x that (the per-record constant's floor)
     assert "11.06" in str(info.value)
+
+
+def test_a_proved_floor_names_the_oscillation_where_the_family_has_one():
+    """A Binomial count whose probability is a product of two free RVs: the per-record constant
+    has a proved floor (ln C(10, 5)), the oscillation has none but pymc_dp applies it only to one
+    free RV; the message says both."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        k = pm.Data("heads", rng.integers(0, 11, 20))
+        a, b = pm.Beta("a", 2, 2), pm.Beta("b", 2, 2)
+        pm.Binomial("tosses", n=10, p=a * b, observed=k)
+    with pytest.raises(BudgetExceededError) as info:
+        pymc_dp.make_private(model, epsilon=0.1, draws=1, data={"heads": pymc_dp.Integers(0, 10)}, ledger=None)
+    message = str(info.value)
+    assert "'tosses'" in message and "(proved)" in message and "11.06" in message
+    assert "oscillation certificate" in message and "one free RV" in message
 
 
 def test_sample_arguments_are_not_privacy_errors(env):
