@@ -19,7 +19,7 @@ from pytensor.tensor.random.basic import PoissonRV
 import pymc_dp
 from pymc_dp.auditing import audit
 from pymc_dp.rules import oscillation as osc_rules
-from tests.test_audit import CONJUGATE, SCALAR, private, scalar
+from tests.test_audit import CONJUGATE, SCALAR, gamma_poisson, private, scalar
 
 EXACT = ["Binomial", "Poisson", "Exponential", "Normal"]
 NUMERICAL = ["Exponential", "Gamma", "Beta", "Poisson", "LogNormal"]
@@ -50,19 +50,10 @@ def test_numerical_audit_measures_the_oscillation_claim(name):
     assert 0.9 * res.claimed <= res.measured <= res.claimed * (1 + 1e-6) + res.error
 
 
-def _poisson(n=200, seed=0):
-    rng = np.random.default_rng(seed)
-    with pm.Model() as model:
-        cd = pm.Data("c", rng.integers(0, 11, n))
-        lam = pm.Gamma("lam", 2.0, 0.5)
-        pm.Poisson("obs", mu=lam, observed=cd)
-    return model, {"c": pymc_dp.Integers(0, 10)}
-
-
 def test_a_count_that_2L_refuses_certifies_by_its_oscillation():
     """Poisson on {0..10}: every rate has L >= 2.86, so 2L needs eps0 >= 5.73; the oscillation is
     10 x (width of ln lam), so eps0 = 1 allows ln lam to span 0.1, where the prior has most mass."""
-    pmod = private(_poisson(), 1.0)
+    pmod = private(gamma_poisson(n=200), 1.0)
     (factor,) = pmod.certificate.factors
     assert factor.bound == "oscillation"
     (c,) = pmod._constraints
