@@ -100,18 +100,21 @@ class PrivateMAP:
     1. *Sensitivity.* The truncation is built by :class:`~pymc_dp.PrivateModel` with per-draw
        loss ``2 Delta_u`` (one draw, ``delta = 0``): its certificate guarantees, by the exact
        per-family rules lifted through the DAG (DESIGN.md sections 3-5), that for all neighbours
-       ``x ~ y`` and every ``theta`` in the support Theta_L of ``xi_L``,
-       ``|ln p_theta(x) - ln p_theta(y)| <= Delta_u``, where ``Delta_u =
-       certificate.epsilon_per_draw / 2`` of that model (:attr:`sensitivity`).
-    2. *One draw* (McSherry & Talwar 2007, Thm 6; AAAI 2016 Cor. 4). The output density with
-       respect to ``xi_L`` is ``q_x(theta) = exp(beta u(x, theta)) / Z(x)``,
-       ``Z(x) = int exp(beta u(x, t)) dxi_L(t)``. By 1, ``exp(beta u(x, t)) <= e^{beta Delta_u}
-       exp(beta u(y, t))`` for every ``t`` in Theta_L, so ``Z(x) <= e^{beta Delta_u} Z(y)`` and
-       symmetrically; hence ``q_x(theta) / q_y(theta) <= e^{2 beta Delta_u} = e^{eps0}`` for every
-       ``theta``, and integrating over any event ``B``, ``P_x(B) <= e^{eps0} P_y(B)``. (``Z`` is
-       positive, and finite when the likelihood is bounded on Theta_L -- probabilities of
-       discrete data, densities whose scale Theta_L bounds below -- or, for ``beta <= 1``, by
-       Jensen's inequality whenever the marginal likelihood is.)
+       ``x ~ y`` the change ``g(theta) = ln p_theta(x) - ln p_theta(y)`` oscillates by at most
+       ``2 Delta_u`` over the support Theta_L of ``xi_L``: ``sup g - inf g <= 2 Delta_u``, where
+       ``Delta_u = certificate.epsilon_per_draw / 2`` of that model (:attr:`sensitivity`). (A
+       factor certified by its per-record constant gives ``|g| <= Delta_u``, hence this; one
+       certified by its oscillation gives it directly, docs/theory/oscillation.md.)
+    2. *One draw* (McSherry & Talwar 2007, Thm 6; AAAI 2016 Cor. 4, in the oscillation form).
+       The output density with respect to ``xi_L`` is ``q_x(theta) = exp(beta u(x, theta)) /
+       Z(x)``, ``Z(x) = int exp(beta u(x, t)) dxi_L(t)``, so ``ln q_x(theta) - ln q_y(theta) =
+       beta g(theta) - ln int exp(beta g(t)) dq_y(t)``, which lies between ``beta (g(theta) -
+       sup g)`` and ``beta (g(theta) - inf g)``: its absolute value is at most ``beta (sup g -
+       inf g) <= 2 beta Delta_u = eps0`` for every ``theta``, and integrating over any event
+       ``B``, ``P_x(B) <= e^{eps0} P_y(B)``. (``Z`` is positive, and finite when the likelihood
+       is bounded on Theta_L -- probabilities of discrete data, densities whose scale Theta_L
+       bounds below -- or, for ``beta <= 1``, by Jensen's inequality whenever the marginal
+       likelihood is.)
     3. *N draws* are independent runs of the same ``eps0``-DP mechanism; their guarantee is
        computed by :func:`pymc_dp.accounting.compose` exactly as for posterior draws: basic
        ``N eps0``, and with ``delta > 0`` the exact optimal composition, whichever is smaller;
@@ -133,8 +136,9 @@ class PrivateMAP:
     certificate : Certificate
         The guarantee of the release: ``epsilon``, ``delta``, ``draws``, ``epsilon_per_draw``
         (``eps0``), the composition, and the truncation's factors, prior mass kept and domains.
-        Its ``L_j`` bound the *untempered* log-likelihood (they lift to ``Delta_u``); the
-        tempered one changes by at most ``beta Delta_u = eps0 / 2`` (its ``delta_per_draw``).
+        Its ``L_j`` bound the *untempered* log-likelihood's change between neighbours (half its
+        oscillation over Theta_L; they lift to ``Delta_u``); the tempered one's change oscillates
+        by at most ``2 beta Delta_u = eps0``.
     sensitivity : float
         ``Delta_u``.
     beta : float
@@ -194,7 +198,8 @@ class PrivateMAP:
             f"Exponential mechanism (private MAP, AAAI 2016 Alg. 3): each draw is from the truncated "
             f"prior times the private likelihood to the power beta = eps0 / (2 Delta_u) = {self.beta:.6g}, "
             f"Delta_u = {self.sensitivity:.6g}; the factors' L_j bound the untempered log-likelihood "
-            f"(they lift to Delta_u), the tempered one changes by at most beta Delta_u = eps0 / 2."
+            f"(they lift to Delta_u: half the oscillation of its change between neighbours over the "
+            f"region), so the tempered one's change oscillates by at most 2 beta Delta_u = eps0."
         )
         self.certificate: Certificate = dataclasses.replace(
             core.certificate,

@@ -110,9 +110,14 @@ def test_sensitivity_is_the_certificates(coin_mechs):
         assert mech.sensitivity == (0.5 if s is None else s)  # default: eps0 / 2 with eps0 = 1
         # the truncation's factors lift to at most Delta_u (one Bernoulli factor: L = Delta_u exactly)
         assert sum(f.lipschitz for f in core.factors) <= mech.sensitivity * (1 + 1e-12)
+        # one Bernoulli factor: the log-likelihood's change between neighbours is +-logit(p), whose
+        # oscillation over [lo, hi] is logit(hi) - logit(lo): the region uses all of 2 Delta_u
         lo, hi = interval(mech, "p")
-        assert lo == pytest.approx(special.expit(-mech.sensitivity), rel=1e-9)
-        assert hi == pytest.approx(special.expit(mech.sensitivity), rel=1e-9)
+        width = special.logit(hi) - special.logit(lo)
+        assert width <= 2 * mech.sensitivity * (1 + 1e-12)
+        assert width == pytest.approx(2 * mech.sensitivity, rel=1e-6)
+        # and sits where the symmetric Beta(2, 2) prior has its mass
+        assert special.logit(lo) + special.logit(hi) == pytest.approx(0.0, abs=1e-3 * mech.sensitivity)
         # the mechanism's certificate carries the truncation unchanged
         assert mech.certificate.factors == core.factors
         assert mech.certificate.prior_mass_kept == core.prior_mass_kept
@@ -408,11 +413,12 @@ def test_refuses_bad_sensitivity(sensitivity):
 
 
 def test_refuses_an_infeasible_sensitivity():
-    """Normal(mu, 0.1) on [0, 1]: every mu has L >= 1 / (8 x 0.01) = 12.5 > Delta_u = 1."""
+    """Laplace(mu, 0.1) on [0, 1]: every mu has L >= 0.5 / 0.1 = 5 > Delta_u = 1 (a location
+    family has no oscillation rule; the Normal mean, which has one, is feasible at any Delta_u)."""
     with pm.Model() as model:
         xd = pm.Data("y", np.full(5, 0.5))
         mu = pm.Normal("mu", 0.5, 1.0)
-        pm.Normal("lik", mu=mu, sigma=0.1, observed=xd)
+        pm.Laplace("lik", mu=mu, b=0.1, observed=xd)
     with pytest.raises(BudgetExceededError, match="'lik'.*|sensitivity") as err:
         pymc_dp.private_map(model, epsilon=1.0, data={"y": pymc_dp.Interval(0, 1)}, sensitivity=1.0, ledger=None)
     assert "lik" in str(err.value) and "sensitivity" in str(err.value)
