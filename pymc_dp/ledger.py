@@ -236,6 +236,9 @@ def fingerprint(data: Mapping[str, np.ndarray], domains: Mapping[str, Mapping], 
             raise PrivacyError(f"fingerprint: container names must be strings, got {name!r}.")
     put(str(len(names)).encode())
     for name in sorted(names):
+        if _is_dask(data[name]):  # larger than memory: the same bytes, streamed block by block
+            _put_dask(h, put, name, data[name])
+            continue
         a = np.asarray(data[name])
         if a.dtype.hasobject:
             raise PrivacyError(
@@ -253,6 +256,30 @@ def fingerprint(data: Mapping[str, np.ndarray], domains: Mapping[str, Mapping], 
     except (TypeError, ValueError) as exc:
         raise PrivacyError(f"fingerprint: domains and unit must be JSON-serialisable ({exc}).") from exc
     return h.hexdigest()
+
+
+def _is_dask(values) -> bool:
+    return type(values).__module__.split(".")[0] == "dask"
+
+
+def _put_dask(h, put, name: str, values) -> None:
+    """The fields :func:`fingerprint` hashes for an array, from a Dask array (or dataframe)
+    read one block of rows at a time: the hash equals that of the computed array."""
+    import dask.array as da
+
+    arr = values.to_dask_array(lengths=True) if hasattr(values, "to_dask_array") else da.asarray(values)
+    if arr.dtype.hasobject:
+        raise PrivacyError(f"fingerprint: container {name!r} has object dtype; convert it to a numeric dtype first.")
+    if any(np.isnan(s) for s in arr.shape):
+        raise PrivacyError(f"fingerprint: container {name!r} has unknown chunk sizes; compute them first.")
+    arr = arr.rechunk({i: -1 for i in range(1, arr.ndim)})  # whole rows per block: C order is block order
+    dtype = arr.dtype.newbyteorder("<")
+    put(name.encode("utf-8"))
+    put(dtype.str.encode("ascii") if dtype.names is None else repr(dtype.descr).encode())
+    put(_canonical_json([int(s) for s in arr.shape]).encode())
+    h.update(int(arr.size * dtype.itemsize).to_bytes(8, "little"))
+    for block in arr.blocks:
+        h.update(np.ascontiguousarray(np.asarray(block.compute()).astype(dtype, copy=False)).tobytes(order="C"))
 
 
 # --------------------------------------------------------------------------------------------

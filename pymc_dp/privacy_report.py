@@ -769,7 +769,8 @@ def _mechanism_content(p: dict, posterior, max_rows: int) -> dict:
         "noise": p.get("noise", {}),
         "truncation": p.get("truncation"),
         "nonnegativity": p.get("nonnegativity"),
-        "released": {k: v for k, v in p.get("released", {}).items() if k in ("non_negative", "negative_cells_clipped")},
+        "released": {k: v for k, v in p.get("released", {}).items() if k in ("non_negative", "negative_cells_clipped", "statistics")},
+        "law": p.get("law") or {},
         "seed": p.get("seed"),
         "ledger": _ledger(release),
         "diagnostics": _diagnostics(posterior, {"method": "exact"}, max_rows),
@@ -785,7 +786,8 @@ def _mechanism_content(p: dict, posterior, max_rows: int) -> dict:
 def _mechanism_sections(c: dict) -> list[dict]:
     b, u = c["budget"], c["unit"]
     out = []
-    head = (f"({_f(b['epsilon'], 6)}, 0)-differential privacy for one release of noisy posterior parameters "
+    what = "noisy sufficient statistics" if c["released"].get("statistics") is not None else "noisy posterior parameters"
+    head = (f"({_f(b['epsilon'], 6)}, 0)-differential privacy for one release of {what} "
             f"({c['mechanism']}); the {b['draws']} posterior draws are post-processing.")
     alerts = [("warning", w["text"]) for w in c["warnings"]]
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[f"Mechanism: {c['algorithm']}."]))
@@ -798,9 +800,20 @@ def _mechanism_sections(c: dict) -> list[dict]:
     kv = [("L1 sensitivity", _f(sens.get("l1"), 6)), ("derivation", sens.get("derivation", "n/a"))]
     if "paper_bound" in sens:
         kv.append(("paper's bound (AAAI Cor. 2)", _f(sens["paper_bound"], 6)))
-    kv += [("noise", noise.get("distribution", "n/a")), ("sampler", noise.get("sampler", "n/a")),
-           ("noise scale b = sensitivity / epsilon", _f(noise.get("scale"), 6))]
+    scale = noise.get("scale")
+    kv += [("noise", noise.get("distribution", "n/a")), ("sampler", noise.get("sampler", "n/a"))]
+    if isinstance(scale, dict):  # one scale per released statistic
+        kv += [(f"noise scale of {k}", _f(v, 6)) for k, v in scale.items()]
+    else:
+        kv.append(("noise scale b = sensitivity / epsilon", _f(scale, 6)))
     out.append(_section("Sensitivity and noise", kv=kv))
+    stats = c["released"].get("statistics")
+    if stats is not None:
+        kv = [(f"released {k}", _f(v, 6)) for k, v in stats.items()]
+        kv += [(f"law given the parameters ({k})", v) for k, v in c["law"].items()]
+        out.append(_section("Released statistics and the noise-aware model", kv=kv, paragraphs=[
+            "The posterior is conditioned on the noisy statistics with the noise in the model: exact given "
+            "what was released, and any number of draws is post-processing."]))
     rows = [[n["factor"], str(n["element"]), n["observes"], ", ".join(n["parents"]) or "-", n["parameter"]] for n in c["network"]]
     if rows:
         out.append(_section("Network", tables=[{"caption": "Nodes of one record", "headers": ["factor", "element", "observes", "parents", "parameter"], "rows": rows}]))

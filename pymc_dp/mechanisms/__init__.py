@@ -5,7 +5,9 @@
 * :func:`fourier_updates` -- Laplace noise on the Fourier coefficients of its contingency table
   (AAAI 2016, Alg. 2): consistent marginals;
 * :func:`private_map` -- the exponential mechanism with the truncated prior as base measure
-  (AAAI 2016, Alg. 3): a tempered truncated posterior draw.
+  (AAAI 2016, Alg. 3): a tempered truncated posterior draw;
+* :func:`noisy_statistics` -- Laplace-noised sufficient statistics released once, and the
+  posterior given them with the noise in the model (Bernstein & Sheldon 2018).
 
 The noise mechanisms implement :class:`~pymc_dp.mechanisms.base.Mechanism` (release with a
 ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
@@ -13,6 +15,7 @@ ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 
 from pymc_dp.mechanisms.base import Mechanism
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
+from pymc_dp.mechanisms.statistics import NoisyStatistics, noisy_statistics
 from pymc_dp.mechanisms.updates import (
     FourierUpdates,
     LaplaceUpdates,
@@ -24,8 +27,10 @@ __all__ = [
     "FourierUpdates",
     "LaplaceUpdates",
     "Mechanism",
+    "NoisyStatistics",
     "PrivateMAP",
     "fourier_updates",
     "laplace_updates",
+    "noisy_statistics",
     "private_map",
 ]

@@ -1,0 +1,676 @@
+"""Noise-aware inference on noisy sufficient statistics: a second private path beside sampling.
+
+For a model whose private data enter only as iid observations of an exponential family, the
+posterior depends on the data through a few sums ``T = sum_i t(x_i)``. This mechanism releases
+those sums **once**, with Laplace noise from OpenDP (sensitivity from the declared domains), and
+then infers in PyMC with the noise in the model: the noisy statistic is observed around the
+latent true statistic, whose law given the parameters is exact (Binomial, Poisson, Normal and
+scaled chi-square sums) -- so the posterior is the exact posterior given what was released
+(Bernstein & Sheldon, NeurIPS 2018), and any number of draws is post-processing. Noisy
+sufficient statistics are asymptotically efficient, which one posterior draw is not (Foulds,
+Geumlek, Welling & Chaudhuri, UAI 2016).
+
+Supported factors (one per private container, observed directly, parameters the same for every
+record and reading no private data; any priors, any expressions of free RVs as parameters):
+
+=========================  ==========================  =======================================
+family (domain)            statistics                  law of the statistic given parameters
+=========================  ==========================  =======================================
+Bernoulli(p) (Binary)      sum x                       Binomial(n, p), summed exactly
+Binomial(m, p) (0..m)      sum x                       Binomial(n m, p), summed exactly
+Poisson(mu) (0..U)         sum x                       Poisson(n mu), summed exactly
+Normal(mu, sigma public)   sum x                       Normal(n mu, sqrt(n) sigma), latent
+Normal(mu, sigma free)     sum x, sum x^2              sum x as above; sum x^2 = Q + (sum x)^2/n,
+                                                       Q ~ sigma^2 chi^2_{n-1} independent
+=========================  ==========================  =======================================
+
+(A count statistic whose largest value exceeds ``EXACT_SUM_LIMIT`` is given a latent Normal of
+the same mean and variance instead of the exact sum: the release says which.)
+
+Privacy map. Replacing one record changes ``sum_i t_j(x_i)`` by at most ``span_j``, the range of
+``t_j`` over one record's domain (times the elements of a record, times the rows of a user for
+``unit=Users(m)``). Each of the ``d`` statistics a unit can change gets ``epsilon / d``
+(Laplace with scale ``span_j / (epsilon / d)``; OpenDP's own privacy map is checked per
+statistic), and basic composition gives ``epsilon`` for the release. ``delta > 0`` (Gaussian
+noise) is not implemented.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import math
+import numbers
+from typing import Any, Callable, Mapping, Sequence
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.basic import BernoulliRV, BinomialRV, NormalRV, PoissonRV
+
+from pymc_dp.core import PrivateModel, _check_budget, _check_ledger, _versions, ledger_state
+from pymc_dp.domains import Domain, Integers, Interval
+from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
+from pymc_dp.ledger import Ledger, Spend, fingerprint
+from pymc_dp.mechanisms.base import Mechanism, build_model
+from pymc_dp.mechanisms.noise import continuous_laplace, discrete_laplace, opendp_version
+from pymc_dp.units import Users, describe_unit
+
+__all__ = ["NoisyStatistics", "noisy_statistics", "EXACT_SUM_LIMIT"]
+
+#: largest value of a count statistic whose law is summed exactly (above: a latent Normal)
+EXACT_SUM_LIMIT = 50_000
+#: rows per chunk when the statistics of an in-memory array are summed
+CHUNK_ROWS = 1 << 20
+
+SUPPORTED = "Bernoulli(p), Binomial(n, p), Poisson(mu), Normal(mu, sigma)"
+
+
+# =========================================================================== statistics per family
+@dataclasses.dataclass(frozen=True)
+class Statistic:
+    """One released sum ``sum_i t(x_i)`` and its replace-one sensitivity per record element."""
+
+    name: str
+    integer: bool
+    span: float  # range of t over one element's domain
+
+
+@dataclasses.dataclass(frozen=True)
+class FamilyStatistics:
+    """A factor's sufficient statistics: what is summed, and the law of the sums given the
+    parameters (added to a PyMC model as the noise-aware likelihood)."""
+
+    factor: str
+    container: str
+    statistics: tuple[Statistic, ...]
+    #: per-record statistics of a chunk of rows: array (rows, ...) -> (len(statistics),) sums
+    summarise: Callable[[np.ndarray], np.ndarray]
+    #: adds the noise-aware likelihood: (params, n_elements, noisy, scales, prefix) -> law text
+    add_law: Callable[..., str]
+
+
+@functools.singledispatch
+def family_statistics(op, factor: str, container: str, params: tuple, domain: Domain) -> FamilyStatistics:
+    """The sufficient statistics of a factor of ``op``'s family (singledispatch on the RV Op)."""
+    raise UnsupportedFactorError(
+        f"factor {factor!r} ({type(op).__name__.removesuffix('RV')}) has no noisy-statistics rule; "
+        f"pymc_dp.noisy_statistics supports {SUPPORTED}. Use pymc_dp.make_private (posterior sampling) "
+        "for this model."
+    )
+
+
+def _integer_domain(factor: str, container: str, domain: Domain, lo_min: int, hi_max: float, family: str) -> Integers:
+    if not isinstance(domain, Integers) or domain.lo < lo_min or domain.hi > hi_max:
+        top = "" if math.isinf(hi_max) else f", hi <= {int(hi_max)}"
+        raise DomainError(
+            f"factor {factor!r} ({family}) observes {container!r}, declared {domain}; its sufficient "
+            f"statistic needs an integer domain Integers(lo, hi) with lo >= {lo_min}{top}."
+        )
+    if domain.hi == domain.lo:
+        raise DomainError(f"{container!r} is declared {domain}: a single value holds nothing private to release.")
+    return domain
+
+
+def _count_law(dist_of_total: Callable, mean_var: Callable, label: str):
+    """The law of a count statistic: exact sum over its values, or a latent Normal above the limit."""
+
+    def add_law(params, n_elements, noisy, scales, prefix, top):
+        (z,), (b,) = noisy, scales
+        total = dist_of_total(params, n_elements)
+        if top <= EXACT_SUM_LIMIT:
+            k = np.arange(int(top) + 1)
+            # discrete Laplace pmf of the noise z - k: tanh(1 / 2b) exp(-|z - k| / b)
+            log_noise = math.log(math.tanh(0.5 / b)) - np.abs(z - k) / b
+            pm.Potential(f"{prefix}noisy_sum", pm.math.logsumexp(pm.logp(total, k) + log_noise))
+            return f"{label}, summed exactly over its values 0..{int(top)}"
+        mean, var = mean_var(params, n_elements)
+        latent = pm.Normal(f"{prefix}sum", mean, pt.sqrt(var))
+        pm.Laplace(f"{prefix}noisy_sum", mu=latent, b=b, observed=z)
+        return f"{label}, by a latent Normal of the same mean and variance (its largest value {int(top)} > {EXACT_SUM_LIMIT})"
+
+    return add_law
+
+
+@family_statistics.register(BernoulliRV)
+def _bernoulli(op, factor, container, params, domain):
+    dom = _integer_domain(factor, container, domain, 0, 1, "Bernoulli")
+    (p,) = params
+    law = _count_law(lambda ps, n: pm.Binomial.dist(n=n, p=ps[0]),
+                     lambda ps, n: (n * ps[0], n * ps[0] * (1 - ps[0])), "sum x ~ Binomial(n, p)")
+    return FamilyStatistics(
+        factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
+        lambda x: np.array([np.sum(x, dtype=np.int64)]),
+        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
+    )
+
+
+@family_statistics.register(BinomialRV)
+def _binomial(op, factor, container, params, domain):
+    trials, p = params
+    if _reads_free_rv(trials):
+        raise UnsupportedFactorError(f"factor {factor!r} (Binomial): its number of trials n must be a public constant.")
+    m = np.asarray(trials.eval())
+    if m.size != 1:
+        raise UnsupportedFactorError(f"factor {factor!r} (Binomial): n must be one number for every record, got shape {m.shape}.")
+    m = int(m.reshape(()))
+    dom = _integer_domain(factor, container, domain, 0, m, "Binomial")
+    law = _count_law(lambda ps, n: pm.Binomial.dist(n=n * m, p=ps[1]),
+                     lambda ps, n: (n * m * ps[1], n * m * ps[1] * (1 - ps[1])), f"sum x ~ Binomial(n x {m}, p)")
+    return FamilyStatistics(
+        factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
+        lambda x: np.array([np.sum(x, dtype=np.int64)]),
+        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
+    )
+
+
+@family_statistics.register(PoissonRV)
+def _poisson(op, factor, container, params, domain):
+    dom = _integer_domain(factor, container, domain, 0, math.inf, "Poisson")
+    law = _count_law(lambda ps, n: pm.Poisson.dist(mu=n * ps[0]), lambda ps, n: (n * ps[0], n * ps[0]),
+                     "sum x ~ Poisson(n mu)")
+    return FamilyStatistics(
+        factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
+        lambda x: np.array([np.sum(x, dtype=np.int64)]),
+        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
+    )
+
+
+def _square_span(lo: float, hi: float) -> float:
+    """The range of x^2 over [lo, hi]."""
+    low = 0.0 if lo <= 0.0 <= hi else min(lo * lo, hi * hi)
+    return max(lo * lo, hi * hi) - low
+
+
+@family_statistics.register(NormalRV)
+def _normal(op, factor, container, params, domain):
+    if not isinstance(domain, Interval):
+        raise DomainError(f"factor {factor!r} (Normal) observes {container!r}, declared {domain}; declare Interval(lo, hi).")
+    mu, sigma = params
+    free_scale = _reads_free_rv(sigma)
+    stats = [Statistic(f"sum({container})", False, domain.hi - domain.lo)]
+    if free_scale:
+        stats.append(Statistic(f"sum({container}^2)", False, _square_span(domain.lo, domain.hi)))
+
+    def summarise(x):
+        x = np.asarray(x, float)
+        return np.array([x.sum(), np.square(x).sum()]) if free_scale else np.array([x.sum()])
+
+    def add_law(ps, n, z, b, prefix):
+        mu_, sigma_ = ps
+        # non-centred: sum x = n mu + sqrt(n) sigma e, e ~ N(0, 1)
+        e = pm.Normal(f"{prefix}sum_std", 0.0, 1.0)
+        s1 = n * mu_ + math.sqrt(n) * sigma_ * e
+        pm.Laplace(f"{prefix}noisy_sum", mu=s1, b=b[0], observed=z[0])
+        if not free_scale:
+            return "sum x ~ Normal(n mu, sqrt(n) sigma) (latent)"
+        if n < 2:
+            raise UnsupportedFactorError(f"factor {factor!r}: a free scale needs at least 2 observations.")
+        # sum x^2 = Q + (sum x)^2 / n, Q = sigma^2 chi2_{n-1} independent of sum x (Cochran)
+        g = pm.ChiSquared(f"{prefix}centred_ss_std", nu=n - 1)
+        pm.Laplace(f"{prefix}noisy_sum_sq", mu=sigma_**2 * g + s1**2 / n, b=b[1], observed=z[1])
+        return ("sum x ~ Normal(n mu, sqrt(n) sigma), sum x^2 = sigma^2 chi2(n - 1) + (sum x)^2 / n, "
+                "independent (latent, exact)")
+
+    return FamilyStatistics(factor, container, tuple(stats), summarise, add_law)
+
+
+# =========================================================================== reading the model
+def _reads_free_rv(var) -> bool:
+    """Whether ``var`` depends on a random variable (a free parameter) rather than on public
+    constants and containers only."""
+    from pytensor.tensor.random.op import RandomVariable
+
+    return any(a.owner is not None and isinstance(a.owner.op, RandomVariable) for a in ancestors([var]))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Factor:
+    name: str
+    container: str
+    op: Any
+    params: tuple
+    family: FamilyStatistics
+    elements: int  # elements of one record
+
+
+def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Factor]:
+    from pymc_dp.factors import _strip_casts, private_ancestors
+
+    private = {v: v.name for v in model.data_vars if v.name in domains}
+    by_name = {v.name: v for v in private}
+    factors, observed = [], {}
+    for rv in model.observed_RVs:
+        reads = private_ancestors(model.rvs_to_values[rv], private)
+        if not reads:
+            continue
+        value = _strip_casts(model.rvs_to_values[rv])  # PyMC casts the data to the RV's dtype
+        if value not in private:
+            raise UnsupportedFactorError(
+                f"factor {rv.name!r} observes an expression of the private data {sorted(set(reads))}; "
+                "pymc_dp.noisy_statistics needs the pm.Data container itself as the observed value."
+            )
+        if value.name in observed:
+            raise UnsupportedFactorError(
+                f"the private container {value.name!r} is observed by two factors ({observed[value.name]!r}, "
+                f"{rv.name!r}); noisy_statistics releases the statistics of one factor per container."
+            )
+        observed[value.name] = rv.name
+        node = rv.owner
+        params = tuple(node.op.dist_params(node))
+        for p in params:
+            hit = private_ancestors(p, private)
+            if hit:
+                raise UnsupportedFactorError(
+                    f"factor {rv.name!r}: a parameter reads the private data {sorted(set(hit))} (a regression "
+                    "on private covariates). Noisy sufficient statistics for regressions are not implemented; "
+                    "use pymc_dp.make_private."
+                )
+            if p.type.ndim and not all(p.type.broadcastable):
+                raise UnsupportedFactorError(
+                    f"factor {rv.name!r}: its parameters differ between records (shape {tuple(p.type.shape)}); "
+                    "noisy_statistics needs iid records (one parameter value for every record)."
+                )
+        family = family_statistics(node.op, rv.name, value.name, params, domains[value.name])
+        shape = np.asarray(by_name[value.name].get_value()).shape
+        elements = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        factors.append(_Factor(rv.name, value.name, node.op, params, family, elements))
+    unobserved = sorted(set(domains) - set(observed))
+    if unobserved:
+        raise UnsupportedFactorError(
+            f"private container(s) {unobserved} are not the observed value of a factor; noisy_statistics "
+            f"releases the sufficient statistics of observed iid data ({SUPPORTED})."
+        )
+    for v in model.free_RVs + model.deterministics + model.potentials:
+        hit = private_ancestors(v, private)
+        if hit:
+            raise UnsupportedFactorError(
+                f"{v.name!r} reads the private data {sorted(set(hit))}; only the observed factors may read it."
+            )
+    return factors
+
+
+def _noise_free_model(model: pm.Model, factors: Sequence[_Factor], domains) -> tuple[pm.Model, dict]:
+    """A new model: the user's, without its private factors and containers (never mutated)."""
+    from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
+
+    fg, _ = fgraph_from_model(model)
+    drop = {f.name for f in factors} | set(domains)
+    for i in reversed(range(len(fg.outputs))):
+        if fg.outputs[i].name in drop:
+            fg.remove_output(i)
+    new = model_from_fgraph(fg, mutate_fgraph=True)
+    replace = {}
+    for v in model.free_RVs + model.deterministics:
+        replace[v] = new[v.name]
+    for v in model.data_vars:
+        if v.name not in domains:
+            replace[v] = new[v.name]
+    return new, replace
+
+
+# =========================================================================== values (chunked, Dask)
+def _is_dask(values) -> bool:
+    return type(values).__module__.split(".")[0] == "dask"
+
+
+def _check_values(name: str, values, domain: Domain) -> int:
+    """Validate against the domain (chunk by chunk) and return the number of rows."""
+    if _is_dask(values):
+        import dask.array as da
+
+        arr = values.to_dask_array(lengths=True) if hasattr(values, "to_dask_array") else da.asarray(values)
+        if any(math.isnan(s) for s in arr.shape):
+            raise DomainError(f"{name!r}: the number of rows must be known (compute the chunk sizes first).")
+        import dask
+
+        ok = all(dask.compute(*[dask.delayed(_all_in)(block, domain) for block in arr.blocks.ravel()]))
+        if not ok:
+            raise DomainError(
+                f"Private data {name!r} has a value outside its declared domain {domain}. Clip or filter "
+                "the data with a public rule, or declare a domain that covers every possible record."
+            )
+        return int(arr.shape[0])
+    arr = np.asarray(values)
+    for start in range(0, max(arr.shape[0], 1), CHUNK_ROWS):
+        domain.validate(name, arr[start : start + CHUNK_ROWS] if arr.ndim else arr)
+    return int(arr.shape[0])
+
+
+def _all_in(block, domain: Domain) -> bool:
+    try:
+        domain.validate("block", np.asarray(block))
+    except DomainError:
+        return False
+    return True
+
+
+def _summed(values, summarise: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``summarise`` added up over chunks of rows (Dask: over its blocks, lazily)."""
+    if _is_dask(values):
+        import dask
+        import dask.array as da
+
+        arr = values.to_dask_array(lengths=True) if hasattr(values, "to_dask_array") else da.asarray(values)
+        parts = [dask.delayed(summarise)(block) for block in arr.blocks.ravel()]
+        return np.sum(dask.compute(*parts), axis=0)
+    arr = np.asarray(values)
+    total = None
+    for start in range(0, max(arr.shape[0], 1), CHUNK_ROWS):
+        part = summarise(arr[start : start + CHUNK_ROWS])
+        total = part if total is None else total + part
+    return total
+
+
+# =========================================================================== the mechanism
+class NoisyStatistics(Mechanism):
+    """Laplace-noised sufficient statistics, released once, and noise-aware posterior draws.
+
+    Build with :func:`noisy_statistics`. :meth:`sample` charges ``epsilon`` to the ledger at the
+    first call (before the private data are read), releases the noisy statistics, and draws
+    from the posterior given them with ``pm.sample`` (its keyword arguments pass through);
+    later calls reuse the released statistics and charge nothing (post-processing).
+
+    Privacy proof
+    -------------
+    *Claim.* The released statistics are ``(epsilon, 0)``-DP for the privacy unit; every
+    posterior draw is post-processing of them.
+
+    1. A unit changes at most ``d`` of the statistics (``unit="record"``: all of them;
+       ``"attribute"``: those of one container; :class:`~pymc_dp.Users` ``(m)``: all, each by
+       ``m`` rows). Statistic ``j`` is ``sum_i t_j(x_i)``; replacing one record's value ``x``
+       by ``x'`` (both in the domain) changes it by ``|t_j(x) - t_j(x')| <= span_j`` times the
+       elements of a record (``span_j`` = the range of ``t_j`` on the domain), times ``m``.
+    2. Statistic ``j`` receives Laplace noise of scale ``Delta_j / (epsilon / d)`` (OpenDP:
+       discrete Laplace for integer sums, floating-point-safe Laplace otherwise), which is
+       ``epsilon / d``-DP (OpenDP's privacy map is evaluated and checked).
+    3. Basic composition over the ``d`` changed statistics: ``epsilon``. Unchanged statistics
+       cost nothing (their outputs have the same law on both datasets).
+    4. The model, the priors, ``n`` (public under replacement), the domains and the noise scales
+       are public; the posterior given the noisy statistics uses nothing else.
+    """
+
+    name = "noisy_statistics"
+    algorithm = ("noise-aware inference on Laplace-noised sufficient statistics "
+                 "(Bernstein & Sheldon 2018; Foulds et al. 2016)")
+
+    def __init__(
+        self,
+        model,
+        *,
+        epsilon: float,
+        data: Mapping[str, Domain],
+        delta: float = 0.0,
+        unit: str | Users = "record",
+        public: Sequence[str] = (),
+        values: Mapping[str, Any] | None = None,
+        ledger: Ledger | None | str = "default",
+    ):
+        model = build_model(model)
+        _check_budget(epsilon, delta, 1, unit, None)
+        if delta != 0.0:
+            raise NotImplementedError(
+                "noisy_statistics releases with Laplace noise (pure DP, delta = 0); Gaussian noise for "
+                "delta > 0 is not implemented yet. Pass delta=0."
+            )
+        self._ledger_arg = _check_ledger(ledger)
+        self.model = model
+        self.epsilon, self.delta, self.unit = float(epsilon), 0.0, unit
+        self.draws = 0
+        values = dict(values or {})
+        unknown = sorted(set(values) - set(data))
+        if unknown:
+            raise DomainError(f"values= names {unknown}, which are not private containers with a declared domain.")
+        # the containers' own values unless values= gives a (larger, chunked or Dask) stand-in
+        in_model = {v.name: v for v in model.data_vars}
+        for name in values:
+            if name not in in_model:
+                raise DomainError(f"values= names {name!r}, which is not a pm.Data container of the model.")
+        # the containers in the model are validated too (a stand-in must lie in the domain)
+        self.domains, self.public = PrivateModel._check_containers(model, data, public)
+        self._values = {k: (values[k] if k in values else np.asarray(in_model[k].get_value())) for k in self.domains}
+        self.factors = _read_factors(model, self.domains)
+        self.reads = tuple(f.container for f in self.factors)
+        self.rows = {k: _check_values(k, v, self.domains[k]) for k, v in self._values.items()}
+        if len(set(self.rows.values())) > 1 and describe_unit(unit)["kind"] != "attribute":
+            raise DomainError(f"the private containers have different numbers of rows {self.rows}; a record is one row of each.")
+        if isinstance(unit, Users):
+            unit.check_rows(next(iter(self.rows.values())))
+        self.rows_per_unit = describe_unit(unit)["max_rows"]
+        self.statistics, self.sensitivity, self.noise_scales, self.derivation = self._calibrate()
+        # the ledger's name of the dataset: the same data share one budget with make_private
+        self.dataset_id = fingerprint(self._values, {k: d.to_dict() for k, d in self.domains.items()}, describe_unit(unit))
+        self._noise_free, self._replace = _noise_free_model(model, self.factors, self.domains)
+        self.released: dict[str, float] | None = None
+        self.last_release: az.InferenceData | None = None
+        self.laws: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ calibration
+    def _calibrate(self):
+        kind = describe_unit(self.unit)["kind"]
+        m = self.rows_per_unit
+        per_container = {f.container: len(f.family.statistics) for f in self.factors}
+        d = max(per_container.values()) if kind == "attribute" else sum(per_container.values())
+        eps_each = self.epsilon / d
+        stats, sens, scales = [], {}, {}
+        for f in self.factors:
+            for s in f.family.statistics:
+                delta_j = s.span * f.elements * m
+                stats.append((f, s))
+                sens[s.name] = delta_j
+                scales[s.name] = delta_j / eps_each
+                if s.integer:
+                    discrete_laplace(np.zeros(0, np.int64), scales[s.name], sensitivity=delta_j, epsilon=eps_each)
+                else:
+                    continuous_laplace(np.zeros(0), scales[s.name], sensitivity=delta_j, epsilon=eps_each)
+        unit_text = {"record": "one record changes every statistic", "attribute": "one container's value changes its own statistics"}
+        derivation = (
+            f"{unit_text.get(kind, f'a user of up to {m} rows changes every statistic')}: d = {d} statistic(s), "
+            f"each epsilon / d = {eps_each:.6g}; statistic j changes by at most span_j x elements per record"
+            + (f" x {m} rows" if m > 1 else "")
+            + ": " + ", ".join(f"{k}: {v:g}" for k, v in sens.items())
+        )
+        return stats, sens, scales, derivation
+
+    # ------------------------------------------------------------------ ledger
+    @property
+    def ledger(self) -> Ledger | None:
+        if isinstance(self._ledger_arg, str):
+            self._ledger_arg = Ledger()
+        return self._ledger_arg
+
+    def spent(self) -> Spend | None:
+        return None if self.ledger is None else self.ledger.spent(self.dataset_id)
+
+    # ------------------------------------------------------------------ the private step
+    def _true_statistics(self, values: Mapping[str, Any]) -> dict[str, float]:
+        out = {}
+        for f in self.factors:
+            sums = _summed(values[f.container], f.family.summarise)
+            for s, v in zip(f.family.statistics, np.asarray(sums).reshape(-1)):
+                out[s.name] = int(v) if s.integer else float(v)
+        return out
+
+    def _noisy(self, true: Mapping[str, float], runs: int | None = None) -> dict[str, np.ndarray]:
+        out = {}
+        for f, s in self.statistics:
+            v = np.full(1 if runs is None else runs, true[s.name])
+            if s.integer:
+                out[s.name] = discrete_laplace(v.astype(np.int64), self.noise_scales[s.name])
+            else:
+                out[s.name] = continuous_laplace(v.astype(float), self.noise_scales[s.name])
+        return out
+
+    def release_statistics(self) -> dict[str, float]:
+        """Charge ``epsilon`` and release the noisy statistics (once; later calls return them)."""
+        if self.released is not None:
+            return dict(self.released)
+        ledger = self.ledger
+        note = {"mechanism": self.name, "unit": describe_unit(self.unit), "pymc_dp": _versions()["pymc_dp"]}
+        spending = ledger.spend(self.dataset_id, self.epsilon, 0.0, description=note) if ledger is not None else contextlib.nullcontext()
+        with spending:
+            noisy = self._noisy(self._true_statistics(self._values))
+            self.released = {k: (int(v[0]) if v.dtype.kind in "iu" else float(v[0])) for k, v in noisy.items()}
+        return dict(self.released)
+
+    # ------------------------------------------------------------------ noise-aware model
+    def noise_aware_model(self) -> pm.Model:
+        """The user's priors and public parts, with each noisy statistic observed around the law
+        of its true statistic (releases the statistics first if needed). A new ``pm.Model``."""
+        released = self.release_statistics()
+        from pymc.model.fgraph import clone_model
+
+        new = clone_model(self._noise_free)
+        replace = {old: new[var.name] for old, var in self._replace.items()}
+        laws = {}
+        with new:
+            for f in self.factors:
+                # one value for every record (checked): as a scalar
+                params = [pt.reshape(q, ()) if q.type.ndim else q for q in graph_replace(list(f.params), replace, strict=False)]
+                names = [s.name for s in f.family.statistics]
+                n = self.rows[f.container] * f.elements
+                laws[f.name] = f.family.add_law(
+                    params, n, [released[k] for k in names], [self.noise_scales[k] for k in names], f"_nss_{f.container}_"
+                )
+        self.laws = laws
+        return new
+
+    def sample(self, draws: int = 1000, *, random_seed: Any = None, **sample_kwargs: Any) -> az.InferenceData:
+        """Release the noisy statistics (charging ``epsilon`` at the first call only), then draw
+        from the noise-aware posterior with ``pm.sample(draws=draws, **sample_kwargs)``.
+
+        Returns an ``az.InferenceData`` with the posterior of the user's free RVs and
+        Deterministics (the latent statistics are left out), ``sample_stats``, and
+        ``attrs["pymc_dp"]``: the noisy statistics, their noise, sensitivity and law, the ledger.
+        """
+        if isinstance(draws, bool) or not isinstance(draws, numbers.Integral) or draws < 1:
+            raise ValueError(f"draws={draws!r} must be an integer >= 1")
+        charged_now = self.released is None
+        model = self.noise_aware_model()
+        keep = [v.name for v in self.model.free_RVs + self.model.deterministics]
+        sample_kwargs.setdefault("progressbar", False)
+        sample_kwargs.setdefault("compute_convergence_checks", False)
+        with model:
+            idata = pm.sample(draws=int(draws), random_seed=random_seed, var_names=keep, **sample_kwargs)
+        self.draws = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
+        keep_groups = {g: getattr(idata, g) for g in ("posterior", "sample_stats") if g in idata.groups()}
+        release = {
+            "chains": int(idata.posterior.sizes["chain"]),
+            "draws_per_chain": int(idata.posterior.sizes["draw"]),
+            "charged": charged_now,
+            "ledger": ledger_state(self.ledger, self.dataset_id),
+        }
+        payload = {**self._public(), "release": release}
+        text = json.dumps(payload, sort_keys=True, allow_nan=False)
+        out = az.InferenceData(**keep_groups)
+        out.attrs["pymc_dp"] = text
+        out.posterior.attrs = {**{k: v for k, v in out.posterior.attrs.items() if k in ("created_at", "arviz_version")}, "pymc_dp": text}
+        self.last_release = out
+        return out
+
+    def _public(self) -> dict:
+        return {
+            "mechanism": self.name,
+            "algorithm": self.algorithm,
+            "epsilon": self.epsilon,
+            "delta": 0.0,
+            "draws": self.draws,
+            "unit": describe_unit(self.unit)["kind"],
+            "rows_per_unit": self.rows_per_unit,
+            "domains": {k: d.to_dict() for k, d in self.domains.items()},
+            "public": list(self.public),
+            "rows": dict(self.rows),
+            "sensitivity": {"l1": len(self.statistics), "derivation": self.derivation, "per_statistic": dict(self.sensitivity)},
+            "noise": {
+                "distribution": "Laplace per statistic (discrete for integer sums)",
+                "sampler": "OpenDP make_laplace (OS CSPRNG, not seedable)",
+                "scale": dict(self.noise_scales),
+            },
+            "released": {"statistics": dict(self.released or {})},
+            "law": dict(self.laws),
+            "seed": "random_seed seeds the posterior draws given the released statistics (post-processing); the noise cannot be seeded.",
+            "versions": {**_versions(), "opendp": opendp_version()},
+        }
+
+    def report(self, **kwargs: Any):
+        """The :class:`~pymc_dp.PrivacyReport` of the last release."""
+        from pymc_dp.privacy_report import report
+
+        return report(self, **kwargs)
+
+    # ------------------------------------------------------------------ audit protocol
+    def _stat_vector(self, data: Mapping[str, np.ndarray]) -> np.ndarray:
+        true = self._true_statistics(data)
+        return np.array([true[s.name] for _, s in self.statistics], float)
+
+    def audit_runs(self, data, runs, rng):
+        """``runs`` noisy statistic vectors on ``data`` (the release before post-processing)."""
+        noisy = self._noisy(self._true_statistics(data), int(runs))
+        return np.stack([np.asarray(noisy[s.name], float) for _, s in self.statistics], axis=1)
+
+    def audit_log_ratio(self, x, y):
+        tx, ty = self._stat_vector(x), self._stat_vector(y)
+        b = np.array([self.noise_scales[s.name] for _, s in self.statistics])
+
+        def log_ratio(z):
+            z = np.asarray(z, float)
+            return np.sum((np.abs(z - ty) - np.abs(z - tx)) / b, axis=-1)
+
+        return log_ratio
+
+    def audit_score(self, x, y):
+        b = np.array([self.noise_scales[s.name] for _, s in self.statistics])
+        return float(np.sum(np.abs(self._stat_vector(x) - self._stat_vector(y)) / b))
+
+    def __repr__(self):
+        return (f"<NoisyStatistics ({self.epsilon:g}, 0)-DP, unit={describe_unit(self.unit)['kind']}, "
+                f"statistics {[s.name for _, s in self.statistics]}>")
+
+
+def noisy_statistics(
+    model,
+    *,
+    epsilon: float,
+    data: Mapping[str, Domain],
+    delta: float = 0.0,
+    unit: str | Users = "record",
+    public: Sequence[str] = (),
+    values: Mapping[str, Any] | None = None,
+    ledger: Ledger | None | str = "default",
+) -> NoisyStatistics:
+    """Noise-aware inference on noisy sufficient statistics (see :mod:`pymc_dp.mechanisms.statistics`).
+
+    Parameters
+    ----------
+    model : pm.Model or callable
+        A model whose private ``pm.Data`` containers are each observed by one factor of a
+        supported family (Bernoulli, Binomial, Poisson, Normal) with parameters shared by every
+        record. Never mutated.
+    epsilon : float
+        The budget of the one release of the statistics (every later draw is free).
+    data : dict of str to Domain
+        Each private container's domain (the sensitivity comes from it).
+    delta : float
+        Must be 0 (Gaussian noise for ``delta > 0`` is not implemented).
+    unit : {"record", "attribute"} or Users
+        The privacy unit.
+    public : sequence of str
+        Containers that are public.
+    values : dict of str to array_like, optional
+        The private values to use instead of the containers' own: a NumPy array (summed in
+        chunks of rows) or a Dask array / dataframe (summed block by block, never loaded whole),
+        for data larger than memory. The container in the model may then hold a small stand-in.
+    ledger : Ledger, None or "default"
+        Where the charge is recorded.
+
+    Returns
+    -------
+    NoisyStatistics
+        Call :meth:`NoisyStatistics.sample` to release.
+    """
+    return NoisyStatistics(model, epsilon=epsilon, data=data, delta=delta, unit=unit, public=public, values=values, ledger=ledger)

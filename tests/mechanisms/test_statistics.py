@@ -1,0 +1,247 @@
+"""Noisy sufficient statistics (pymc_dp.mechanisms.statistics).
+
+Checked against exact computations: the sensitivities by enumeration / grids of neighbouring
+records; the noise-aware likelihood of a count statistic against the sum over its values
+computed here from scipy; the Normal statistics' law (sum x, and sum x^2 as a scaled
+chi-square plus (sum x)^2 / n) against direct simulation; the posterior given released
+statistics against a quadrature posterior; the release (ledger charged once, only posterior
+draws and public facts), the statistical audit, Dask input, and the refusals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import special, stats
+
+import pymc_dp
+from pymc_dp.exceptions import DomainError, UnsupportedFactorError
+from pymc_dp.mechanisms.statistics import _square_span
+
+N = 40
+
+
+def coin(n=N, seed=0):
+    x = np.random.default_rng(seed).binomial(1, 0.3, size=n)
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        p = pm.Beta("p", 2.0, 2.0)
+        pm.Bernoulli("obs", p=p, observed=xd)
+    return model
+
+
+def counts(n=N, seed=0, cap=10):
+    y = np.minimum(np.random.default_rng(seed).poisson(3.0, size=n), cap)
+    with pm.Model() as model:
+        yd = pm.Data("y", y)
+        lam = pm.Gamma("lam", 2.0, 0.5)
+        pm.Poisson("obs", mu=lam, observed=yd)
+    return model
+
+
+def heights(n=N, seed=0, free_scale=True):
+    y = np.clip(np.random.default_rng(seed).normal(1.0, 2.0, size=n), -5, 5)
+    with pm.Model() as model:
+        yd = pm.Data("y", y)
+        mu = pm.Normal("mu", 0.0, 5.0)
+        sigma = pm.HalfNormal("sigma", 5.0) if free_scale else 2.0
+        pm.Normal("lik", mu, sigma, observed=yd)
+    return model
+
+
+# --------------------------------------------------------------------------- sensitivities
+def test_square_span_by_grid():
+    for lo, hi in [(-5, 5), (-1, 3), (2, 4), (-4, -1), (0, 1)]:
+        grid = np.linspace(lo, hi, 2001)
+        assert _square_span(lo, hi) == pytest.approx(np.ptp(grid**2), abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    "build, domain, expected",
+    [
+        (coin, pymc_dp.Binary(), {"sum(x)": 1.0}),
+        (counts, pymc_dp.Integers(0, 10), {"sum(y)": 10.0}),
+        (heights, pymc_dp.Interval(-5, 5), {"sum(y)": 10.0, "sum(y^2)": 25.0}),
+    ],
+)
+def test_sensitivity_is_attained_by_neighbours(build, domain, expected):
+    model = build()
+    name = next(iter(expected)).split("(")[1].rstrip(")")
+    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data={name: domain}, ledger=None)
+    assert mech.sensitivity == expected
+    # brute force: replace one record by every pair of domain values on a grid
+    x = np.asarray(model[name].get_value()).copy()
+    grid = np.arange(domain.lo, domain.hi + 1) if isinstance(domain, pymc_dp.Integers) else np.linspace(domain.lo, domain.hi, 101)
+    base = mech._true_statistics({name: x})
+    worst = {k: 0.0 for k in expected}
+    for a in grid:
+        for b in grid:
+            xa, xb = x.copy(), x.copy()
+            xa[0], xb[0] = a, b
+            ta, tb = mech._true_statistics({name: xa}), mech._true_statistics({name: xb})
+            for k in worst:
+                worst[k] = max(worst[k], abs(ta[k] - tb[k]))
+    assert set(base) == set(expected)
+    for k, v in expected.items():
+        assert worst[k] == pytest.approx(v, rel=1e-9)  # attained: the sensitivity is tight
+    # epsilon / d per statistic, composed to epsilon
+    d = len(expected)
+    assert mech.noise_scales == {k: v * d / 1.0 for k, v in expected.items()}
+
+
+def test_units_scale_the_sensitivity():
+    rec = pymc_dp.noisy_statistics(heights(), epsilon=2.0, data={"y": pymc_dp.Interval(-5, 5)}, ledger=None)
+    user = pymc_dp.noisy_statistics(heights(), epsilon=2.0, data={"y": pymc_dp.Interval(-5, 5)},
+                                    unit=pymc_dp.Users(max_rows=3), ledger=None)
+    assert user.sensitivity == {k: 3 * v for k, v in rec.sensitivity.items()}
+    assert user.noise_scales == {k: 3 * v for k, v in rec.noise_scales.items()}
+
+
+# --------------------------------------------------------------------------- the noise-aware law
+def test_count_law_is_the_exact_sum_over_values():
+    """log p(z | p) = log sum_k Binomial(k | n, p) DiscreteLaplace(z - k | b), computed by scipy."""
+    mech = pymc_dp.noisy_statistics(coin(), epsilon=0.5, data={"x": pymc_dp.Binary()}, ledger=None)
+    mech.released = {"sum(x)": 17}  # as if released: the law is a function of the public number
+    model = mech.noise_aware_model()
+    assert "exactly" in mech.laws["obs"]
+    logp = model.compile_logp()
+    b = mech.noise_scales["sum(x)"]
+    k = np.arange(N + 1)
+    prior = stats.beta(2, 2)
+    got, want = [], []
+    for p in (0.05, 0.2, 0.42, 0.7, 0.93):
+        point = {"p_logodds__": special.logit(p)}
+        got.append(logp(point))
+        noise = math.log(math.tanh(0.5 / b)) - np.abs(17 - k) / b
+        lik = special.logsumexp(stats.binom.logpmf(k, N, p) + noise)
+        want.append(lik + prior.logpdf(p) + math.log(p * (1 - p)))  # + the logit Jacobian
+    # as a function of p (what the posterior sees) to 1e-9; PyMC's normalising constants agree to 1e-7
+    np.testing.assert_allclose(np.diff(got), np.diff(want), atol=1e-9)
+    np.testing.assert_allclose(got, want, atol=1e-7)
+
+
+def test_normal_statistics_law_by_simulation():
+    """sum x ~ N(n mu, n sigma^2); sum x^2 = sigma^2 chi2(n - 1) + (sum x)^2 / n, independent."""
+    rng = np.random.default_rng(1)
+    n, mu, sigma, reps = 5, 0.7, 1.3, 200_000
+    x = rng.normal(mu, sigma, size=(reps, n))
+    s1, s2 = x.sum(1), (x**2).sum(1)
+    e = rng.normal(size=reps)
+    m1 = n * mu + math.sqrt(n) * sigma * e
+    m2 = sigma**2 * rng.chisquare(n - 1, size=reps) + m1**2 / n
+    assert stats.ks_2samp(s1, m1).pvalue > 1e-3
+    assert stats.ks_2samp(s2, m2).pvalue > 1e-3
+    assert abs(np.corrcoef(s1, s2)[0, 1] - np.corrcoef(m1, m2)[0, 1]) < 0.01
+
+
+def test_posterior_matches_quadrature():
+    """The released posterior of p given a released count is the quadrature posterior."""
+    mech = pymc_dp.noisy_statistics(coin(), epsilon=0.5, data={"x": pymc_dp.Binary()}, ledger=None)
+    mech.released = {"sum(x)": 9}
+    idata = mech.sample(1000, chains=2, tune=500, random_seed=5)
+    b = mech.noise_scales["sum(x)"]
+    t = np.linspace(1e-6, 1 - 1e-6, 20001)
+    k = np.arange(N + 1)
+    noise = -np.abs(9 - k) / b
+    lik = special.logsumexp(stats.binom.logpmf(k[:, None], N, t[None, :]) + noise[:, None], axis=0)
+    w = np.exp(lik + stats.beta(2, 2).logpdf(t) - np.max(lik))
+    w /= w.sum()
+    cdf = np.cumsum(w)
+    draws = idata.posterior["p"].values.reshape(-1)
+    assert stats.kstest(draws[::4], lambda q: np.interp(q, t, cdf)).pvalue > 1e-3
+    assert np.mean(draws) == pytest.approx(np.sum(w * t), abs=0.02)
+
+
+# --------------------------------------------------------------------------- release
+def test_release_charges_once_and_holds_only_public_facts(tmp_path):
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.db", epsilon=1.0)
+    model = heights()
+    before = str(model.free_RVs), str(model.observed_RVs), str(model.data_vars)
+    mech = pymc_dp.noisy_statistics(model, epsilon=0.6, data={"y": pymc_dp.Interval(-5, 5)}, ledger=ledger)
+    idata = mech.sample(200, chains=1, tune=300, random_seed=1)
+    assert mech.spent().epsilon == pytest.approx(0.6)
+    again = mech.sample(300, chains=1, tune=300, random_seed=2)  # post-processing: free
+    assert mech.spent().epsilon == pytest.approx(0.6)
+    assert (str(model.free_RVs), str(model.observed_RVs), str(model.data_vars)) == before
+    assert set(idata.groups()) <= {"posterior", "sample_stats"}
+    assert set(idata.posterior.data_vars) == {"mu", "sigma"}  # the latent statistics stay out
+    attrs = json.loads(idata.attrs["pymc_dp"])
+    assert attrs["release"]["charged"] is True and json.loads(again.attrs["pymc_dp"])["release"]["charged"] is False
+    assert attrs["released"]["statistics"] == mech.released
+    y = np.asarray(model["y"].get_value())
+    text = idata.attrs["pymc_dp"]
+    for secret in (y.sum(), (y**2).sum(), y[0]):
+        assert repr(float(secret))[:10] not in text  # the true statistics and rows are not in the release
+    report = str(pymc_dp.report(idata))
+    assert "noisy sufficient statistics" in report and "sum(y^2)" in report
+    # a second mechanism on the same data meets the ledger
+    with pytest.raises(pymc_dp.BudgetExceededError):
+        pymc_dp.noisy_statistics(heights(), epsilon=0.6, data={"y": pymc_dp.Interval(-5, 5)}, ledger=ledger).sample(10, chains=1, tune=10)
+
+
+def test_posterior_is_near_the_data_at_moderate_epsilon():
+    model = heights(n=2000, seed=3)
+    y = np.asarray(model["y"].get_value())
+    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data={"y": pymc_dp.Interval(-5, 5)}, ledger=None)
+    post = mech.sample(500, chains=2, tune=500, random_seed=3).posterior
+    # the noise on sum y is Laplace(20): 0.01 on the mean; on sum y^2 Laplace(50)
+    assert abs(float(post["mu"].mean()) - y.mean()) < 5 * float(post["mu"].std()) + 0.05
+    assert abs(float(post["sigma"].mean()) - y.std()) < 5 * float(post["sigma"].std()) + 0.05
+
+
+def test_statistical_audit_passes():
+    mech = pymc_dp.noisy_statistics(counts(n=10), epsilon=1.0, data={"y": pymc_dp.Integers(0, 10)}, ledger=None)
+    res = pymc_dp.audit(mech, runs=20_000, random_seed=0, max_pairs=50)
+    assert res.verdict == "pass"
+    assert res.measured >= 0.6 * mech.epsilon  # the exact log-ratio statistic sees most of epsilon (0.77)
+
+
+def test_dask_array_is_summed_block_by_block():
+    da = pytest.importorskip("dask.array")
+    big = np.random.default_rng(2).binomial(1, 0.4, size=25_000)
+    stand_in = coin(n=3)
+    mech = pymc_dp.noisy_statistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()},
+                                    values={"x": da.from_array(big, chunks=4_000)}, ledger=None)
+    assert mech.rows == {"x": 25_000}
+    assert mech._true_statistics(mech._values) == {"sum(x)": int(big.sum())}
+    numpy_mech = pymc_dp.noisy_statistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()}, values={"x": big}, ledger=None)
+    assert numpy_mech._true_statistics(numpy_mech._values) == {"sum(x)": int(big.sum())}
+    # the ledger's name of the data does not depend on how they are held: one budget
+    assert mech.dataset_id == numpy_mech.dataset_id
+    bad = big.copy()
+    bad[-1] = 2
+    with pytest.raises(DomainError, match="'x'"):
+        pymc_dp.noisy_statistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()},
+                                 values={"x": da.from_array(bad, chunks=4_000)}, ledger=None)
+
+
+# --------------------------------------------------------------------------- refusals
+def test_refuses_a_regression_on_private_covariates():
+    with pm.Model() as model:
+        xd = pm.Data("x", np.linspace(0, 1, 10))
+        yd = pm.Data("y", np.linspace(0, 1, 10))
+        w = pm.Normal("w")
+        pm.Normal("lik", w * xd, 1.0, observed=yd)
+    with pytest.raises(UnsupportedFactorError, match="'lik'.*private data.*make_private"):
+        pymc_dp.noisy_statistics(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Interval(0, 1)}, ledger=None)
+
+
+def test_refuses_an_unsupported_family_and_delta():
+    with pm.Model() as model:
+        yd = pm.Data("y", np.ones(5))
+        pm.Exponential("lik", pm.Gamma("lam", 2, 2), observed=yd)
+    with pytest.raises(UnsupportedFactorError, match="'lik'.*Bernoulli"):
+        pymc_dp.noisy_statistics(model, epsilon=1.0, data={"y": pymc_dp.Interval(0, 2)}, ledger=None)
+    with pytest.raises(NotImplementedError, match="delta"):
+        pymc_dp.noisy_statistics(coin(), epsilon=1.0, delta=1e-6, data={"x": pymc_dp.Binary()}, ledger=None)
+
+
+def test_refuses_wrong_domains():
+    with pytest.raises(DomainError, match="'obs'.*Integers"):
+        pymc_dp.noisy_statistics(counts(), epsilon=1.0, data={"y": pymc_dp.Interval(0, 10)}, ledger=None)
+    with pytest.raises(DomainError, match="'y'"):
+        pymc_dp.noisy_statistics(counts(cap=50), epsilon=1.0, data={"y": pymc_dp.Integers(0, 5)}, ledger=None)
