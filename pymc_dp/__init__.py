@@ -35,6 +35,8 @@ from pymc_dp.mechanisms import (
     PrivateMAP,
     fourier_updates,
     noisy_statistics,
+    recommend,
+    Recommendation,
     laplace_updates,
     private_map,
 )
@@ -50,6 +52,8 @@ __all__ = [
     "PrivateMAP",
     "noisy_statistics",
     "NoisyStatistics",
+    "recommend",
+    "Recommendation",
     "report",
     "PrivacyReport",
     "answer",

@@ -15,7 +15,7 @@ ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 
 from pymc_dp.mechanisms.base import Mechanism
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
-from pymc_dp.mechanisms.statistics import NoisyStatistics, noisy_statistics
+from pymc_dp.mechanisms.statistics import NoisyStatistics, Recommendation, noisy_statistics, recommend
 from pymc_dp.mechanisms.updates import (
     FourierUpdates,
     LaplaceUpdates,
@@ -28,6 +28,8 @@ __all__ = [
     "LaplaceUpdates",
     "Mechanism",
     "NoisyStatistics",
+    "Recommendation",
+    "recommend",
     "PrivateMAP",
     "fourier_updates",
     "laplace_updates",

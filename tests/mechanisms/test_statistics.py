@@ -245,3 +245,25 @@ def test_refuses_wrong_domains():
         pymc_dp.noisy_statistics(counts(), epsilon=1.0, data={"y": pymc_dp.Interval(0, 10)}, ledger=None)
     with pytest.raises(DomainError, match="'y'"):
         pymc_dp.noisy_statistics(counts(cap=50), epsilon=1.0, data={"y": pymc_dp.Integers(0, 5)}, ledger=None)
+
+
+# --------------------------------------------------------------------------- choosing a path
+def test_recommend_reads_public_facts_only():
+    rec = pymc_dp.recommend(coin(n=1000), epsilon=1.0, data={"x": pymc_dp.Binary()})
+    assert rec.path == "noisy_statistics"
+    # Var(x) under the Beta(2, 2) prior predictive: E[p (1 - p)] = 0.2; b = 1: 1 + 2 / (1000 x 0.2)
+    assert rec.variance_inflation["sum(x)"] == pytest.approx(1.01, rel=0.05)
+    # the same public facts with other data values: the same advice, bit for bit
+    assert pymc_dp.recommend(coin(n=1000, seed=9), epsilon=1.0, data={"x": pymc_dp.Binary()}) == rec
+    # smaller epsilon, more inflation
+    assert pymc_dp.recommend(coin(n=1000), epsilon=0.1, data={"x": pymc_dp.Binary()}).variance_inflation["sum(x)"] > 1.5
+
+
+def test_recommend_falls_back_to_posterior_sampling_with_the_reason():
+    with pm.Model() as model:
+        xd = pm.Data("x", np.linspace(0, 1, 10))
+        yd = pm.Data("y", np.linspace(0, 1, 10))
+        w = pm.Normal("w")
+        pm.Normal("lik", w * xd, 1.0, observed=yd)
+    rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Interval(0, 1)})
+    assert rec.path == "make_private" and "'lik'" in rec.reason and rec.variance_inflation == {}
