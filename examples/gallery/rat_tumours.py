@@ -73,3 +73,18 @@ def build(data: dict | None = None) -> pm.Model:
 
 DOMAINS = {"y_obs": pymc_dp.Integers(0, MAX_RATS)}
 PUBLIC: tuple[str, ...] = ("n_val",)
+
+
+def audit_pairs(model: pm.Model) -> list[tuple[dict, dict]]:
+    """A neighbouring pair inside the model's support, for ``pymc_dp.audit(pairs=...)``.
+
+    The audit's default pair (every record at one end of the domain, one moved to the other)
+    puts 52 tumours in a lab of fewer rats: a dataset of likelihood 0 for every theta, which has
+    no posterior. Here every lab has no tumour, and the largest lab's count moves to all of its
+    rats (the largest change of one record that the model can produce)."""
+    n = np.asarray(model["n_val"].get_value())
+    x = np.zeros_like(np.asarray(model["y_obs"].get_value()))
+    y = x.copy()
+    i = int(np.argmax(n))
+    y[i] = n[i]
+    return [({"y_obs": x}, {"y_obs": y})]
