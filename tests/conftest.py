@@ -25,3 +25,41 @@ def lipschitz_only(monkeypatch):
     from pymc_dp.oscillation import OscillationModel
 
     monkeypatch.setattr(OscillationModel, "build", classmethod(lambda cls, factor, ctx: None))
+
+
+#: Tests measured at 15 s or more each (``pytest --durations``, 2 cores, 2026-11-25) that repeat
+#: a check a faster test already makes on a smaller model, or that reproduce experiments: they
+#: carry the ``slow`` marker, outside the default run (CI's 30 minutes on 2 cores), and run with
+#: ``python -m pytest -m slow``. Each entry is a node id or the prefix of a parametrised one.
+SLOW_TIER = (
+    "tests/test_split.py::test_matches_a_brute_force_grid",
+    "tests/test_split.py::test_never_worse_than_equal[chain_net",
+    "tests/test_split.py::test_never_worse_than_equal[lopsided",
+    "tests/test_split.py::test_never_worse_than_equal[naive_bayes-record]",
+    "tests/test_split.py::test_split_depends_on_shapes_and_domains_not_on_data[record]",
+    "tests/test_split.py::test_regions_bound_each_factor[poisson_bernoulli-record]",
+    "tests/test_split.py::test_nothing_to_gain_keeps_the_equal_split",
+    "notebooks/02_naive_bayes.ipynb",
+    "notebooks/05_mechanisms.ipynb",
+    "tests/test_aaai_reproduction.py",
+    "tests/test_reproducibility.py::test_exact_release_is_reproducible[poisson_bernoulli]",
+    "tests/test_exact.py::test_two_factors_share_one_beta_prior",
+    "tests/test_exact.py::test_with_data_is_the_plan_built_on_that_data",
+    "tests/test_lift.py::test_three_node_chain[attribute]",
+    "tests/test_audit.py::test_exact_audit_passes[chain net",
+    "tests/test_audit.py::test_exact_audit_passes[Poisson and Bernoulli-record]",
+    "tests/test_audit.py::test_statistical_audit_passes_with_exact_samplers[chain net]",
+    "tests/test_audit.py::test_attribute_unit_with_containers_of_different_lengths",
+    "tests/test_gallery.py::test_certifies_as_written[glm_negative_binomial]",
+    "tests/test_gallery.py::test_certifies_as_written[ordinal.probit]",
+    "tests/test_gallery.py::test_certifies_as_written[radon.varying_intercept_slope]",
+    "tests/test_report.py::test_reports_before_sampling_do_not_depend_on_the_data",
+    "tests/test_backends.py::test_release_respects_truncation[nutpie",
+    "tests/test_backends.py::test_random_seed_reproduces_per_backend[blackjax]",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(SLOW_TIER):
+            item.add_marker(pytest.mark.slow)

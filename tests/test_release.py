@@ -135,11 +135,14 @@ def test_decorator_matches_make_private():
     (factor,) = pmod.certificate.factors
     assert factor.family == "Bernoulli" and factor.reads == ("x",)
     assert factor.lipschitz == pytest.approx(0.5)
-    # |logit p| <= 0.5 exactly
-    from scipy.special import expit
+    # certified by the oscillation: logit p spans at most 2 Delta = 1, centred where the uniform
+    # prior's mass is (symmetric: about [expit(-0.5), expit(0.5)])
+    from scipy.special import expit, logit
 
     (c,) = factor.constraints
-    assert c["lower"] == pytest.approx(expit(-0.5), abs=1e-12)
-    assert c["upper"] == pytest.approx(expit(0.5), abs=1e-12)
+    assert logit(c["upper"]) - logit(c["lower"]) <= 1.0 * (1 + 1e-12)
+    assert logit(c["upper"]) - logit(c["lower"]) == pytest.approx(1.0, rel=1e-6)
+    assert c["lower"] == pytest.approx(expit(-0.5), abs=1e-3)
+    assert c["upper"] == pytest.approx(expit(0.5), abs=1e-3)
     assert pmod.certificate.prior_mass_method == "exact"
-    assert pmod.certificate.prior_mass_kept == pytest.approx(expit(0.5) - expit(-0.5))
+    assert pmod.certificate.prior_mass_kept == pytest.approx(c["upper"] - c["lower"], rel=1e-9)

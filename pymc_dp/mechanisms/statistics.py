@@ -24,8 +24,11 @@ Normal(mu, sigma free)     sum x, sum x^2              sum x as above; sum x^2 =
                                                        Q ~ sigma^2 chi^2_{n-1} independent
 =========================  ==========================  =======================================
 
-(A count statistic whose largest value exceeds ``EXACT_SUM_LIMIT`` is given a latent Normal of
-the same mean and variance instead of the exact sum: the release says which.)
+A count statistic is summed over the values the domain allows (``0 .. n x hi``): exactly the
+model's law for Bernoulli and for Binomial with ``hi = m``, and the model's law restricted to
+those sums where the domain caps the counts (Poisson, ``hi < m``). A count statistic whose
+largest value exceeds ``EXACT_SUM_LIMIT`` is given a latent Normal of the same mean and
+variance instead: the release says which.
 
 Privacy map. Replacing one record changes ``sum_i t_j(x_i)`` by at most ``span_j``, the range of
 ``t_j`` over one record's domain (times the elements of a record, times the rows of a user for
