@@ -43,7 +43,13 @@ class OscillationModel:
         expr = factor.forms[free].expr
         private = [v for v in ctx.model.data_vars if v.name in ctx.domains]
         self.evaluator = BoxEvaluator([expr], {name: ctx.free[name]}, forbidden=private)
-        self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
+        self.obs_shape = _observed_shape(factor.observed, ctx)
+        # the parameter is the free RV itself (up to float64 casts and broadcasting): its range
+        # over [lo, hi] is [lo, hi], without the interval evaluator (the solver's hot path)
+        from pymc_dp.truncate import _plain_free_rv
+
+        rv = ctx.free[name]
+        self.plain = _plain_free_rv(expr, ctx) == name and expr.dtype == "float64" and rv.dtype == "float64"
 
     @classmethod
     def build(cls, factor: Factor, ctx) -> "OscillationModel | None":
@@ -77,10 +83,13 @@ class OscillationModel:
 
     def oscillation(self, lo: float, hi: float) -> float:
         """The certified per-record oscillation over ``v in [lo, hi]`` (every element of ``v``)."""
-        try:
-            ((p_lo, p_hi),) = self.evaluator({self.name: (lo, hi)})
-        except (UnsupportedExpression, FloatingPointError):
-            return math.inf
+        if self.plain:
+            p_lo, p_hi = np.float64(lo), np.float64(hi)
+        else:
+            try:
+                ((p_lo, p_hi),) = self.evaluator({self.name: (lo, hi)})
+            except (UnsupportedExpression, FloatingPointError):
+                return math.inf
         per_element = oscillation(self.natural, p_lo, p_hi)
         try:
             per_element = np.broadcast_to(per_element, self.obs_shape)
@@ -90,6 +99,21 @@ class OscillationModel:
             per_element = per_element.reshape(per_element.shape[0], -1).sum(axis=1)
         value = float(np.max(per_element)) if per_element.size else 0.0
         return value if not math.isnan(value) else math.inf
+
+
+def _observed_shape(observed, ctx) -> tuple[int, ...]:
+    """The observed value's shape: static when PyTensor knows it, the container's value's shape
+    for ``pm.Data``, else evaluated (compiling a function: the slow path)."""
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    from pymc_dp.factors import _strip_casts
+
+    if all(d is not None for d in observed.type.shape):
+        return tuple(int(d) for d in observed.type.shape)
+    base = _strip_casts(observed)
+    if isinstance(base, SharedVariable):
+        return tuple(int(d) for d in np.shape(base.get_value()))
+    return tuple(int(s) for s in ctx.numeric(observed.shape))
 
 
 def _interior(lo_s: float, hi_s: float, t: float, step: float) -> float:
