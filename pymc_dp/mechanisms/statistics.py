@@ -140,17 +140,22 @@ def _count_law(dist_of_total: Callable, mean_var: Callable, label: str):
     return add_law
 
 
+def _count_statistics(factor: str, container: str, dom: Integers, law) -> FamilyStatistics:
+    """A count factor's one statistic, ``sum x`` (span ``hi - lo``), summed over ``0 .. n hi``."""
+    return FamilyStatistics(
+        factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
+        lambda x: np.array([np.sum(x, dtype=np.int64)]),
+        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
+    )
+
+
 @family_statistics.register(BernoulliRV)
 def _bernoulli(op, factor, container, params, domain):
     dom = _integer_domain(factor, container, domain, 0, 1, "Bernoulli")
     (p,) = params
     law = _count_law(lambda ps, n: pm.Binomial.dist(n=n, p=ps[0]),
                      lambda ps, n: (n * ps[0], n * ps[0] * (1 - ps[0])), "sum x ~ Binomial(n, p)")
-    return FamilyStatistics(
-        factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
-        lambda x: np.array([np.sum(x, dtype=np.int64)]),
-        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
-    )
+    return _count_statistics(factor, container, dom, law)
 
 
 @family_statistics.register(BinomialRV)
@@ -165,11 +170,7 @@ def _binomial(op, factor, container, params, domain):
     dom = _integer_domain(factor, container, domain, 0, m, "Binomial")
     law = _count_law(lambda ps, n: pm.Binomial.dist(n=n * m, p=ps[1]),
                      lambda ps, n: (n * m * ps[1], n * m * ps[1] * (1 - ps[1])), f"sum x ~ Binomial(n x {m}, p)")
-    return FamilyStatistics(
-        factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
-        lambda x: np.array([np.sum(x, dtype=np.int64)]),
-        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
-    )
+    return _count_statistics(factor, container, dom, law)
 
 
 @family_statistics.register(PoissonRV)
@@ -177,11 +178,7 @@ def _poisson(op, factor, container, params, domain):
     dom = _integer_domain(factor, container, domain, 0, math.inf, "Poisson")
     law = _count_law(lambda ps, n: pm.Poisson.dist(mu=n * ps[0]), lambda ps, n: (n * ps[0], n * ps[0]),
                      "sum x ~ Poisson(n mu)")
-    return FamilyStatistics(
-        factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
-        lambda x: np.array([np.sum(x, dtype=np.int64)]),
-        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
-    )
+    return _count_statistics(factor, container, dom, law)
 
 
 def _square_span(lo: float, hi: float) -> float:
