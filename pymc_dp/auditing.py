@@ -175,6 +175,11 @@ class AuditResult:
     power : float or None
         Statistical: the largest lower bound these runs could give (every run separated);
         ``verdict`` is "inconclusive" when it does not exceed the claim.
+    measured_by : {"search", "event", "range"}
+        What ``measured`` is: exact / numerical, the search's largest log-ratio; statistical, the
+        Clopper-Pearson bound of the chosen event, or (chain sampler, when the range refutes the
+        claim or the chains did not mix) the range of the log-likelihood ratio over the parameter
+        points the chains visited, a lower bound on the oscillation the certificate bounds.
     pairs, bases, runs : int
         Neighbouring pairs evaluated, base datasets searched, mechanism runs per dataset.
     witness : Witness or None
@@ -207,6 +212,7 @@ class AuditResult:
     seconds: float
     notes: tuple[str, ...] = ()
     curve: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    measured_by: str = "search"
 
     @property
     def ratio(self) -> float:
@@ -237,7 +243,12 @@ class AuditResult:
             f"pymc_dp privacy audit ({self.method}): {self.verdict.upper()}",
             f"  claimed  {what} = {self.claimed:.6g}  (unit={unit})",
         ]
-        if self.method == "statistical":
+        if self.method == "statistical" and self.measured_by == "range":
+            lines.append(
+                f"  measured range of the log-likelihood ratio over visited points = {self.measured:.6g} "
+                f"(a lower bound on the oscillation the certificate bounds by the claim)"
+            )
+        elif self.method == "statistical":
             lines.append(
                 f"  measured lower bound = {self.measured:.6g} at {self.confidence:.3g} confidence "
                 f"(point estimate {self.estimate:.6g}; these runs can certify at most {self.power:.4g})"
@@ -1377,7 +1388,8 @@ class _Mechanism:
         elif kind == "grid":
             self.draw_x, self.draw_y = gm.samplers(x, y)
         elif kind == "chain":
-            self.draw_x, self.draw_y = _ChainRuns(pmod, x, y, mcmc_kwargs).samplers()
+            self.chains = _ChainRuns(pmod, x, y, mcmc_kwargs)
+            self.draw_x, self.draw_y = self.chains.samplers()
             self.log_ratio = _ChainRuns.log_ratio
         else:
             self.draw_x = self._mcmc(pmod, x, mcmc_kwargs)
@@ -1435,6 +1447,9 @@ class _ChainRuns:
         self.initvals = dict(pmod._initvals)
         # only what a release holds: Deterministics that read private data are never released
         self.released = set(pmod._released_names)
+        #: dataset key -> how well its chains mixed: worst rank-normalised R-hat of a released
+        #: coordinate (and its name), and the fraction of divergent transitions
+        self.mixing: dict[str, dict] = {}
 
     def samplers(self):
         return self._sampler("x", "y"), self._sampler("y", "x")
@@ -1462,6 +1477,7 @@ class _ChainRuns:
                     random_seed=int(rng.integers(2**31 - 1)), progressbar=False,
                     compute_convergence_checks=False, return_inferencedata=True, **kw,
                 )
+            self.mixing[own] = _mixing(idata, self.released)
             post = idata.posterior.isel(draw=slice(thin - 1, None, thin))
             out = {}
             for name in post.data_vars:
@@ -1486,6 +1502,31 @@ class _ChainRuns:
     @staticmethod
     def log_ratio(draws):
         return np.asarray(draws["__log_ratio__"], float)
+
+
+#: chains whose worst R-hat or divergent fraction exceeds these did not sample the truncated
+#: posterior: a difference between their event frequencies is not evidence of a privacy loss
+RHAT_MAX = 1.05
+DIVERGENT_MAX = 0.01
+
+
+def _mixing(idata, released) -> dict:
+    """Worst rank-normalised R-hat over the released coordinates (Vehtari et al. 2021, as
+    :func:`arviz.rhat` computes it), and the fraction of divergent transitions."""
+    import arviz as az
+
+    names = [n for n in idata.posterior.data_vars if n in released]
+    worst, where = 1.0, None
+    if names and idata.posterior.sizes["chain"] > 1:
+        rhat = az.rhat(idata.posterior[names])
+        for n in names:
+            v = np.asarray(rhat[n].values, float)
+            if v.size and np.any(np.isfinite(v)) and np.nanmax(v) > worst:
+                worst, where = float(np.nanmax(v)), n
+    div = idata.sample_stats["diverging"] if "diverging" in getattr(idata, "sample_stats", {}) else None
+    divergent = float(np.mean(div.values)) if div is not None else 0.0
+    return {"rhat": worst, "worst": where, "divergent": divergent,
+            "mixed": worst <= RHAT_MAX and divergent <= DIVERGENT_MAX}
 
 
 def _events(sx: np.ndarray, sy: np.ndarray, max_thresholds=256):
@@ -1587,7 +1628,26 @@ def _audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, g
         return st
 
     st_x, st_y = collect(mech.draw_x), collect(mech.draw_y)
-    return _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=delta)
+    res = _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=delta)
+    if sampler == "chain" and per == 1:
+        res.update(_visited_range(st_x["log-ratio"], st_y["log-ratio"]))
+        res["mixing"] = dict(mech.chains.mixing)
+    return res
+
+
+def _visited_range(gx: np.ndarray, gy: np.ndarray) -> dict:
+    """The range of ``g = log p(x|theta) - log p(y|theta)`` over the parameter points both
+    datasets' chains visited.
+
+    Every visited point lies in the truncation region, and the certificate bounds the
+    oscillation ``sup g - inf g`` over that region by the per-draw epsilon (``docs/theory/
+    oscillation.md``), so a range above the claim refutes the certificate with parameter points
+    as the witness, however well or badly the chains mixed."""
+    g = np.concatenate([np.asarray(gx, float), np.asarray(gy, float)])
+    g = g[np.isfinite(g)]
+    if g.size == 0:
+        return {}
+    return {"oscillation": float(g.max() - g.min()), "g_max": float(g.max()), "g_min": float(g.min()), "visited": int(g.size)}
 
 
 def _statistical_test(st_x: dict, st_y: dict, pair, *, runs: int, confidence: float, delta: float) -> dict:
@@ -1847,7 +1907,13 @@ def audit(
     slack = tolerance * claimed + 1e-12
     if method == "statistical":
         verdict = _statistical_verdict(measured, res["power"], claimed, runs, notes)
+        measured_by = "event"
+        if "oscillation" in res:
+            before = measured
+            verdict, measured = _chain_verdict(verdict, measured, res, claimed, slack, notes)
+            measured_by = "event" if measured is before else "range"
     else:
+        measured_by = "search"
         if measured - error > claimed + slack:
             verdict = "fail"
         elif measured + error <= claimed + slack:
@@ -1880,7 +1946,48 @@ def audit(
         seconds=float(time.perf_counter() - t0),
         notes=tuple(notes),
         curve=res.get("curve", {}),
+        measured_by=measured_by,
     )
+
+
+def _chain_verdict(verdict, measured, res, claimed, slack, notes):
+    """The chain sampler's verdict: the event test where the chains mixed, and always the range of
+    the log-likelihood ratio over the visited points (:func:`_visited_range`).
+
+    Where the chains did not mix (R-hat or divergences above :data:`RHAT_MAX`,
+    :data:`DIVERGENT_MAX`), their event frequencies are not draws of the truncated posterior: a
+    difference between the two datasets' frequencies may be the sampler's, not the mechanism's
+    (a centred hierarchical funnel traps chains for hundreds of steps). The event test is then
+    set aside and the verdict rests on the range, which needs no mixing: every visited point is
+    in the truncation region. ``measured`` is then that range, a lower bound on the oscillation
+    the certificate bounds."""
+    osc = res["oscillation"]
+    span = f"{osc:.4g} over {res['visited']} visited parameter points"
+    if osc > claimed + slack:
+        notes.append(
+            f"the log-likelihood ratio ranges over {span} (from {res['g_min']:.4g} to {res['g_max']:.4g}): "
+            "above the claimed bound on its oscillation, whatever the chains' mixing"
+        )
+        res["witness"] = dataclasses.replace(
+            res["witness"], log_ratio=float(osc),
+            event={"statistic": "range of log p(x|theta) - log p(y|theta) over visited points",
+                   "max": res["g_max"], "min": res["g_min"], "visited": res["visited"]},
+        )
+        return "fail", osc
+    bad = {k: m for k, m in res.get("mixing", {}).items() if not m["mixed"]}
+    if not bad:
+        notes.append(f"the log-likelihood ratio ranges over {span}, within the claim")
+        return verdict, measured
+    why = "; ".join(
+        f"dataset {k}: worst R-hat {m['rhat']:.3g} ({m['worst']}), {100 * m['divergent']:.2g}% divergent transitions"
+        for k, m in bad.items()
+    )
+    notes.append(
+        f"the chains did not mix ({why}): the event test (lower bound {measured:.4g}) is set aside, since "
+        f"a difference between non-mixing chains is not evidence of a privacy loss; the verdict rests on "
+        f"the range of the log-likelihood ratio, {span}, within the claim"
+    )
+    return "pass", osc
 
 
 # =========================================================================== mechanisms
@@ -1953,5 +2060,5 @@ def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, rel
         confidence=float(confidence), power=res.get("power"), pairs=max(searched, 1), bases=len(bases),
         runs=runs, sampler=mech.name, witness=res.get("witness"),
         reads_private_data=bool(include_data or pairs is not None), seconds=float(time.perf_counter() - t0),
-        notes=tuple(notes), curve=res.get("curve", {}),
+        notes=tuple(notes), curve=res.get("curve", {}), measured_by="event",
     )

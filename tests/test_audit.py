@@ -560,3 +560,66 @@ def test_chain_sampler_is_the_default_for_many_parameters_and_draws_only_release
     res = audit(pmod, runs=200, mcmc_kwargs={"tune": 200, "chains": 2}, random_seed=1)
     assert res.method == "statistical" and res.sampler == "chain"
     assert res.verdict in ("pass", "inconclusive") and res.measured <= res.claimed
+
+
+def test_chain_audit_refutes_a_wrong_rule_by_the_range_over_visited_points():
+    """The chain sampler's range check: the log-likelihood ratio's range over the points the
+    chains visit is a lower bound on the oscillation the certificate bounds by the claim, and a
+    wrong rule (a quarter of the Bernoulli range, so a region four times too wide) is refuted by
+    it with parameter points as the witness, whatever the chains' mixing."""
+    with wrong_rule(BernoulliRV, 0.25):
+        pmod = private(models.coin(n=4), 1.0)
+    res = audit(pmod, method="statistical", sampler="chain", runs=200, random_seed=0,
+                mcmc_kwargs={"tune": 300, "chains": 2})
+    assert res.verdict == "fail" and res.measured_by == "range", str(res)
+    assert res.measured > 1.5 * res.claimed
+    ev = res.witness.event
+    assert ev["max"] - ev["min"] == pytest.approx(res.measured) and res.witness.log_ratio == pytest.approx(res.measured)
+    # and it is a lower bound on the truth: the wrong region is |logit p| <= 2 (a quarter of the
+    # range within Delta = 0.5), where one record's log-ratio +-logit p oscillates by at most 4
+    assert res.measured <= 4.0 + 1e-9
+    assert "visited points" in str(res) and "whatever the chains' mixing" in str(res)
+
+
+def test_chain_verdict_sets_the_event_test_aside_only_when_the_chains_did_not_mix():
+    """_chain_verdict on synthetic outcomes: a range above the claim fails whatever the mixing;
+    chains that mixed keep the event test's verdict; chains that did not mix (a centred
+    hierarchical funnel: R-hat 2, divergences) have their event test set aside for the range."""
+    from pymc_dp.auditing import Witness, _chain_verdict
+
+    w = Witness({}, {}, {}, 1.0, None, {"statistic": "sigma_b"}, "constant")
+    mixed = {"rhat": 1.01, "worst": "b", "divergent": 0.0, "mixed": True}
+    stuck = {"rhat": 2.04, "worst": "sigma_a", "divergent": 0.03, "mixed": False}
+
+    def res(osc, mixing):
+        return {"oscillation": osc, "g_max": osc / 2, "g_min": -osc / 2, "visited": 800, "witness": w,
+                "mixing": {"x": mixing, "y": mixed}}
+
+    notes = []
+    r = res(1.3, mixed)
+    assert _chain_verdict("pass", 0.2, r, 1.0, 1e-6, notes) == ("fail", 1.3)
+    assert r["witness"].event["max"] == 0.65 and r["witness"].log_ratio == 1.3
+    assert _chain_verdict("fail", 1.6, res(1.3, stuck), 1.0, 1e-6, []) == ("fail", 1.3)
+    assert _chain_verdict("fail", 1.6, res(0.45, mixed), 1.0, 1e-6, []) == ("fail", 1.6)
+    assert _chain_verdict("inconclusive", 0.1, res(0.45, mixed), 1.0, 1e-6, []) == ("inconclusive", 0.1)
+    notes = []
+    assert _chain_verdict("fail", 1.6, res(0.45, stuck), 1.0, 1e-6, notes) == ("pass", 0.45)
+    assert "did not mix" in notes[-1] and "R-hat 2.04 (sigma_a)" in notes[-1] and "set aside" in notes[-1]
+
+
+def test_mixing_reads_rhat_and_divergences():
+    """Two chains stuck at different values: R-hat far above 1; divergences counted."""
+    import arviz as az
+
+    from pymc_dp.auditing import _mixing
+
+    rng = np.random.default_rng(0)
+    good = az.from_dict(posterior={"a": rng.normal(size=(2, 200))},
+                        sample_stats={"diverging": np.zeros((2, 200), bool)})
+    bad = az.from_dict(posterior={"a": rng.normal(size=(2, 200)) + np.array([[0.0], [5.0]]),
+                                  "hidden": rng.normal(size=(2, 200)) + np.array([[0.0], [50.0]])},
+                       sample_stats={"diverging": rng.random((2, 200)) < 0.05})
+    g = _mixing(good, {"a"})
+    assert g["mixed"] and g["rhat"] < 1.05 and g["divergent"] == 0.0
+    b = _mixing(bad, {"a"})
+    assert not b["mixed"] and b["worst"] == "a" and b["rhat"] > 1.5 and 0.02 < b["divergent"] < 0.08
