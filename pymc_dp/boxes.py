@@ -356,33 +356,42 @@ class _MassModel:
         self.ctx = ctx
         self.names = names
         self.kind: dict[str, Any] = {}
+        self._batched: dict[str, Any] = {}
         free = ctx.free
         for name in names:
             rv = free[name]
             parents = [p for p in free.values() if p is not rv and p in set(ancestors(rv.owner.inputs, blockers=list(free.values())))]
-            try:
-                fn = self._logcdf_fn(rv, parents)
-                self.kind[name] = ("root" if not parents else "child", fn, [p.name for p in parents])
-            except Exception:
+            if getattr(rv.owner.op, "ndim_supp", 0) != 0:
                 self.kind[name] = ("indicator", None, [])
+            else:  # the CDF is compiled when first needed (a search may need only the batched one)
+                self.kind[name] = ("root" if not parents else "child", None, [p.name for p in parents])
+
+    def _function(self, name: str):
+        """The kind of ``name``'s mass and its compiled CDF function, compiled on first use; a
+        family without a usable CDF falls back to the indicator."""
+        kind, fn, parents = self.kind[name]
+        if kind == "indicator" or fn is not None:
+            return kind, fn, parents
+        if kind == "root" and self.ctx.shapes[name] == ():
+            batched = self.batched(name)
+            if batched is not None:
+                fn = lambda lo, hi: batched(np.reshape(lo, 1), np.reshape(hi, 1))  # noqa: E731
+                self.kind[name] = (kind, fn, parents)
+                return self.kind[name]
+        try:
+            fn = self._logcdf_fn(self.ctx.free[name], [self.ctx.free[p] for p in parents])
+            self.kind[name] = (kind, fn, parents)
+        except Exception:
+            self.kind[name] = ("indicator", None, [])
+        return self.kind[name]
 
     @staticmethod
     def _logcdf_fn(rv, parents):
         """``(lo, hi, *parents) -> log P(lo <= rv <= hi | parents)``, accurate in both tails: from
         the log-CDF below the median, from the log-survival function above it."""
-        import pymc as pm
         from pytensor.graph.replace import vectorize_graph
 
-        if getattr(rv.owner.op, "ndim_supp", 0) != 0:
-            raise ValueError("multivariate")
-        lo, hi = rv.type(), rv.type()
-        below = _log_diff_pt(pm.logcdf(rv, hi), pm.logcdf(rv, lo))
-        try:
-            above = _log_diff_pt(pm.logccdf(rv, lo), pm.logccdf(rv, hi))
-            upper = pt.gt(pm.logcdf(rv, lo), np.log(0.5))
-            expr = pt.switch(upper, above, below)
-        except Exception:  # no survival function for this family: the CDF form alone
-            expr = below
+        lo, hi, expr = _interval_logmass_graph(rv)
         if not parents:
             return pytensor.function([lo, hi], expr, on_unused_input="ignore")
         batched = {p: pt.tensor(dtype=p.dtype, shape=(None,) + tuple(p.type.shape)) for p in parents}
@@ -392,13 +401,23 @@ class _MassModel:
     def __call__(self, box: dict) -> float:
         return self.estimate(box)[0]
 
+    def batched(self, name: str):
+        """``(lo[K], hi[K]) -> log P(lo[k] <= rv <= hi[k])`` for a scalar root RV, compiled once
+        (None when the graph does not vectorise)."""
+        if name not in self._batched:
+            try:
+                self._batched[name] = _batched_logcdf_fn(self.ctx.free[name], self.ctx)
+            except Exception:  # pragma: no cover - a family whose logcdf does not vectorise
+                self._batched[name] = None
+        return self._batched[name]
+
     def estimate(self, box: dict) -> tuple[float, float | None, str]:
         """``(log mass, relative standard error or None when exact, method)``."""
         total = 0.0
         weights = None
         draws = self.ctx.draws
         for name in self.names:
-            kind, fn, parents = self.kind[name]
+            kind, fn, parents = self._function(name)
             lo, hi = box[name]
             shape = self.ctx.shapes[name]
             lo_a = np.asarray(lo, float) + np.zeros(shape)
@@ -435,6 +454,44 @@ class _MassModel:
         return total + float(m + math.log(mean)), rel_se, how
 
 
+def _interval_logmass_graph(rv):
+    """``(lo, hi, log P(lo <= rv <= hi))`` as a PyTensor graph of two inputs of ``rv``'s type:
+    from the log-CDF below the median, from the log-survival function above it."""
+    import pymc as pm
+
+    if getattr(rv.owner.op, "ndim_supp", 0) != 0:
+        raise ValueError("multivariate")
+    lo, hi = rv.type(), rv.type()
+    below = _log_diff_pt(pm.logcdf(rv, hi), pm.logcdf(rv, lo))
+    try:
+        above = _log_diff_pt(pm.logccdf(rv, lo), pm.logccdf(rv, hi))
+        upper = pt.gt(pm.logcdf(rv, lo), np.log(0.5))
+        expr = pt.switch(upper, above, below)
+    except Exception:  # no survival function for this family: the CDF form alone
+        expr = below
+    return lo, hi, expr
+
+
+def _batched_logcdf_fn(rv, ctx):
+    """The interval log-mass of a scalar root RV over a batch of intervals, compiled once per
+    prior in a certification: RVs of the same family with the same constant parameters
+    (``b0 ~ N(0, 10)``, ``b1 ~ N(0, 10)``, ...) share one compiled function."""
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.tensor.variable import TensorConstant
+
+    def build():
+        lo, hi, expr = _interval_logmass_graph(rv)
+        los, his = pt.vector(dtype=lo.dtype), pt.vector(dtype=hi.dtype)
+        return pytensor.function([los, his], vectorize_graph(expr, replace={lo: los, hi: his}), on_unused_input="ignore")
+
+    op = rv.owner.op
+    params = op.dist_params(rv.owner)
+    if not all(isinstance(p, TensorConstant) for p in params):
+        return build()
+    key = (type(op), str(rv.type), tuple((str(p.dtype), p.data.shape, p.data.tobytes()) for p in params))
+    return ctx.cached(("batched_interval_logmass", key), build)
+
+
 def _log_diff_pt(log_a, log_b):
     """``log(exp(log_a) - exp(log_b))`` for ``log_a >= log_b`` (PyTensor), -inf when empty."""
     d = pt.minimum(log_b - log_a, 0.0)
@@ -446,6 +503,19 @@ def _log_diff(log_hi, log_lo):
     with np.errstate(divide="ignore", invalid="ignore"):
         out = log_hi + np.log1p(-np.exp(np.minimum(log_lo - log_hi, 0.0)))
     return np.where(log_hi > log_lo, out, -np.inf)
+
+
+def box_log_masses(name: str, lo: np.ndarray, hi: np.ndarray, ctx) -> np.ndarray:
+    """``log`` prior masses of the intervals ``[lo[k], hi[k]]`` of the one RV ``name`` (every
+    element of it), as :func:`box_log_mass` of each, in one call of the compiled CDF for a root
+    RV of scalar shape (the oscillation solver's search)."""
+    lo, hi = np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1)
+    model = ctx.cached(("mass_model", (name,)), lambda: _MassModel([name], ctx))
+    kind, _, _ = model._function(name)
+    batched = model.batched(name) if kind == "root" and ctx.shapes[name] == () else None
+    if batched is None:
+        return np.array([model.estimate({name: (a, b)})[0] for a, b in zip(lo, hi)], float)
+    return np.asarray(batched(lo, hi), float).reshape(-1)
 
 
 def box_log_mass(box: dict, ctx) -> float:

@@ -12,9 +12,13 @@ region)``, wherever the region lies. This solver therefore chooses the interval 
   over records, is the certified oscillation; the factor's ``Delta`` is half of it;
 * the search (public: the prior, the domain and the shapes only) scans lower ends ``t1`` at the
   prior's quantiles and at the support's lower end, takes for each the largest ``t2`` that fits
-  (bisection: the bound grows with the interval), keeps the interval of most prior mass
-  (exact from the prior's CDF for a root RV, Rao-Blackwellised for a hierarchical one) and
-  refines it with a bounded scalar search.
+  (the bound grows with the interval: bracket, then multisection, all lower ends in one array
+  operation per step), keeps the interval of most prior mass (exact from the prior's CDF for a
+  root RV, batched; Rao-Blackwellised for a hierarchical one) and refines its lower end on
+  finer grids and a parabola's vertex;
+* the family's own per-record rule is evaluated once when the model is built, so a domain the
+  family refuses (a Bernoulli value of 2, a Binomial count above ``n``) is left to the
+  constant's solvers, which raise its message.
 
 The region's certificate rests on the final evaluation alone, never on the search.
 """
@@ -24,13 +28,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from pymc_dp.factors import Factor, PointForm
 from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
 from pymc_dp.rules.oscillation import NaturalParameter, natural_parameter, oscillation
 
-__all__ = ["solve_oscillation", "OscillationModel"]
+__all__ = ["solve_oscillation", "OscillationModel", "reaches"]
 
 _QUANTILES = np.concatenate([[1e-4, 1e-3, 5e-3], np.linspace(0.01, 0.99, 40), [0.995, 0.999, 0.9999]])
 
@@ -77,9 +81,61 @@ class OscillationModel:
         if natural is None:
             return None
         try:
-            return cls(factor, names[0], i, natural, ctx)
+            om = cls(factor, names[0], i, natural, ctx)
         except UnsupportedExpression:
             return None
+        return om if om._family_accepts_the_domain(params) else None
+
+    def _family_accepts_the_domain(self, params) -> bool:
+        """Whether the family's per-record rule accepts the domain with the fixed parameters (a
+        Bernoulli domain beyond {0, 1}, a Binomial count above n are refused there): the rule is
+        evaluated once, numerically, at the prior median of the free RV. Where it refuses, the
+        factor is left to the constant's solvers, which raise the rule's message."""
+        from pymc_dp.rules._xp import NP
+        from pymc_dp.rules.base import Bounds, element_lipschitz
+
+        median = float(np.median(np.asarray(self.ctx.draws[self.name], float)))
+        if self.plain:
+            value = np.float64(median)
+        else:
+            try:
+                ((value, _),) = self.evaluator({self.name: (median, median)})
+            except (UnsupportedExpression, FloatingPointError):
+                return False
+        point = tuple(Bounds.point(np.asarray(value if p is None else p, float)) for p in params)
+        domain = self.ctx.domains[self.factor.observed_container]
+        try:
+            with np.errstate(all="ignore"):
+                element_lipschitz(self.factor.op, domain, point, NP)
+        except Exception:  # the rule refuses (or cannot read these parameters): its solvers say why
+            return False
+        return True
+
+    def oscillations(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """:meth:`oscillation` of many intervals ``[lo[k], hi[k]]`` at once (the search's inner
+        loop: one array operation per step of all its bisections, not one Python call per
+        evaluation). Only the plain path is vectorised; the interval evaluator runs per interval."""
+        lo, hi = np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1)
+        if not self.plain:
+            return np.array([self.oscillation(a, b) for a, b in zip(lo, hi)], float)
+        k, nd = lo.size, len(self.obs_shape)
+        ends = (k,) + (1,) * nd
+        per_element = oscillation(self.natural, lo.reshape(ends), hi.reshape(ends))
+        if per_element.size == k and nd and self.obs_shape[0] > 0:
+            # the same for every element (no per-element parameter): a record's sum is the
+            # element's value times its element count, without broadcasting over the records
+            value = per_element.reshape(k) * (math.prod(self.obs_shape[1:]) if nd > 1 else 1)
+            return np.where(np.isnan(value), math.inf, value)
+        try:
+            per_element = np.broadcast_to(per_element, (k,) + self.obs_shape)
+        except ValueError:
+            return np.full(k, math.inf)
+        if nd > 1:
+            per_element = per_element.reshape(k, self.obs_shape[0], -1).sum(axis=2)
+        if per_element.size == 0:
+            return np.zeros(k)
+        value = per_element.reshape(k, -1).max(axis=1)
+        return np.where(np.isnan(value), math.inf, value)
 
     def oscillation(self, lo: float, hi: float) -> float:
         """The certified per-record oscillation over ``v in [lo, hi]`` (every element of ``v``)."""
@@ -116,48 +172,88 @@ def _observed_shape(observed, ctx) -> tuple[int, ...]:
     return tuple(int(s) for s in ctx.numeric(observed.shape))
 
 
-def _interior(lo_s: float, hi_s: float, t: float, step: float) -> float:
-    """A point ``step`` (in a scale-free coordinate) beyond ``t`` toward ``hi_s``."""
-    if math.isfinite(lo_s) and math.isfinite(hi_s):
-        u = special.logit((t - lo_s) / (hi_s - lo_s)) if lo_s < t < hi_s else -40.0
-        return lo_s + (hi_s - lo_s) * special.expit(u + step)
-    if math.isfinite(lo_s):
-        return lo_s + (t - lo_s) * math.exp(step) if t > lo_s else lo_s + math.exp(-40.0 + step)
-    if math.isfinite(hi_s):
-        return hi_s - (hi_s - t) * math.exp(-step)
-    return t + step * max(1.0, abs(t))
+def _interior(lo_s: float, hi_s: float, t: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """Points ``step`` (in a scale-free coordinate) beyond ``t`` toward ``hi_s`` (broadcast)."""
+    t, step = np.asarray(t, float), np.asarray(step, float)
+    with np.errstate(all="ignore"):
+        if math.isfinite(lo_s) and math.isfinite(hi_s):
+            inside = (lo_s < t) & (t < hi_s)
+            u = np.where(inside, special.logit((t - lo_s) / (hi_s - lo_s)), -40.0)
+            return lo_s + (hi_s - lo_s) * special.expit(u + step)
+        if math.isfinite(lo_s):
+            return np.where(t > lo_s, lo_s + (t - lo_s) * np.exp(step), lo_s + np.exp(-40.0 + step))
+        if math.isfinite(hi_s):
+            return hi_s - (hi_s - t) * np.exp(-step)
+        return t + step * np.maximum(1.0, np.abs(t))
+
+
+#: the bracketing steps of :func:`_largest_uppers` (scale-free, growing by 4 from 1e-3 to 4e11:
+#: beyond, a bounded end is reached to double precision and an unbounded one is 1e11 scales away)
+_STEPS = 1e-3 * 4.0 ** np.arange(25)
+
+
+def _largest_uppers(om: OscillationModel, t1: np.ndarray, limit: float, support: tuple[float, float]) -> np.ndarray:
+    """For each lower end ``t1[k]``, the largest ``t2 > t1[k]`` with ``osc([t1[k], t2]) <= limit``
+    (NaN where none): bracket by growing steps, then bisect, all lower ends at once. The
+    oscillation grows with the interval, so the feasible upper ends form an interval."""
+    lo_s, hi_s = support
+    t1 = np.asarray(t1, float).reshape(-1)
+    out = np.full(t1.size, np.nan)
+    whole = om.oscillations(t1, np.full(t1.size, hi_s)) <= limit
+    out[whole] = hi_s
+    rest = np.flatnonzero(~whole)
+    if rest.size == 0:
+        return out
+    a = t1[rest]
+    trial = _interior(lo_s, hi_s, a[:, None], _STEPS[None, :])
+    valid = trial > a[:, None]
+    fits = om.oscillations(np.repeat(a, _STEPS.size), trial.reshape(-1)).reshape(trial.shape) <= limit
+    fits &= valid
+    misses = valid & ~fits
+    # the first miss brackets; the largest fit before it is the lower bracket
+    first_miss = np.where(misses.any(axis=1), misses.argmax(axis=1), _STEPS.size)
+    before = fits & (np.arange(_STEPS.size)[None, :] < first_miss[:, None])
+    good = np.where(before.any(axis=1), np.where(before, trial, -np.inf).max(axis=1), a)
+    bad = np.where(first_miss < _STEPS.size, trial[np.arange(a.size), np.minimum(first_miss, _STEPS.size - 1)], np.nan)
+    # multisection: 15 interior points of every open bracket per step (one array operation),
+    # to a relative 1e-10 of the interval's width: a search, so precision only costs time
+    fractions = np.linspace(0.0, 1.0, 17)[1:-1]
+    for _ in range(30):  # a bracket may span 1e11 (a step from a support's end): 16^30 covers it
+        live = ~np.isnan(bad) & (bad - good > 1e-10 * np.maximum(good - a, 1e-300))
+        if not live.any():
+            break
+        g, b_, a_ = good[live], bad[live], a[live]
+        points = g[:, None] + (b_ - g)[:, None] * fractions[None, :]
+        fit = om.oscillations(np.repeat(a_, fractions.size), points.reshape(-1)).reshape(points.shape) <= limit
+        # feasibility is monotone in the upper end: the last fit and the first miss bracket it
+        n_fit = np.where(fit.all(axis=1), fractions.size, fit.argmin(axis=1))
+        rows = np.arange(g.size)
+        new_good = np.where(n_fit > 0, points[rows, np.maximum(n_fit - 1, 0)], g)
+        new_bad = np.where(n_fit < fractions.size, points[rows, np.minimum(n_fit, fractions.size - 1)], b_)
+        good[live], bad[live] = new_good, new_bad
+    out[rest] = np.where(good > a, good, np.nan)
+    return out
 
 
 def _largest_upper(om: OscillationModel, t1: float, limit: float, support: tuple[float, float]) -> float | None:
-    """The largest ``t2 > t1`` with ``osc([t1, t2]) <= limit`` (bisection), or None."""
-    lo_s, hi_s = support
-    if om.oscillation(t1, hi_s) <= limit:
-        return hi_s
-    # bracket: grow the step until the bound exceeds the limit
-    good, bad = t1, None
-    step = 1e-3
-    for _ in range(80):
-        t = _interior(lo_s, hi_s, t1, step)
-        if not t > t1:
-            step *= 4.0
-            continue
-        if om.oscillation(t1, t) <= limit:
-            good = t
-            step *= 4.0
-        else:
-            bad = t
-            break
-    if bad is None:
-        return good if good > t1 else None
-    for _ in range(60):
-        mid = 0.5 * (good + bad)
-        if not good < mid < bad:
-            break
-        if om.oscillation(t1, mid) <= limit:
-            good = mid
-        else:
-            bad = mid
-    return good if good > t1 else None
+    """The largest ``t2 > t1`` with ``osc([t1, t2]) <= limit``, or None."""
+    t2 = float(_largest_uppers(om, np.array([t1]), limit, support)[0])
+    return None if math.isnan(t2) else t2
+
+
+def reaches(factor: Factor, share: float, ctx) -> bool:
+    """Whether some interval of the factor's free RV has half-oscillation at most ``share`` (one
+    bracketing from the prior's median; False when the factor has no closed-form oscillation).
+    Then :func:`solve_oscillation` finds a region at that share, and the factor's least constant
+    is 0: the split's probe for a minimum needs no region."""
+    om = ctx.cached(ctx.key(factor, "oscillation_model"), lambda: OscillationModel.build(factor, ctx))
+    if om is None or share <= 0:
+        return False
+    support = ctx.support(om.name)
+    median = float(np.median(np.asarray(ctx.draws[om.name], float)))
+    if not support[0] < median < support[1]:
+        return False
+    return not math.isnan(_largest_uppers(om, np.array([median]), 2.0 * share, support)[0])
 
 
 def solve_oscillation(factor: Factor, share: float, ctx):
@@ -166,7 +262,7 @@ def solve_oscillation(factor: Factor, share: float, ctx):
     Returns a :class:`~pymc_dp.truncate.FactorRegion` (solver ``"interval"``, ``bound =
     "oscillation"``), or None when the factor has no closed-form oscillation (see
     :meth:`OscillationModel.build`)."""
-    from pymc_dp.boxes import box_log_mass
+    from pymc_dp.boxes import box_log_masses
     from pymc_dp.truncate import FactorRegion, IntervalConstraint
 
     om = ctx.cached(ctx.key(factor, "oscillation_model"), lambda: OscillationModel.build(factor, ctx))
@@ -181,32 +277,60 @@ def solve_oscillation(factor: Factor, share: float, ctx):
     if math.isfinite(lo_s):
         starts.insert(0, lo_s)
 
-    def log_mass(t1, t2):
-        return box_log_mass({name: (np.float64(t1), np.float64(t2))}, ctx)
+    def log_masses(t1, t2):
+        return box_log_masses(name, t1, t2, ctx)
 
-    found = []
-    for t1 in starts:
-        t2 = _largest_upper(om, t1, limit, support)
-        if t2 is not None:
-            found.append((log_mass(t1, t2), t1, t2))
-    if not found:
+    def masses_of(t1):
+        """(log masses, upper ends) of the best intervals from each lower end (-inf: none fits)."""
+        t2 = _largest_uppers(om, t1, limit, support)
+        ok = ~np.isnan(t2)
+        mass = np.full(t1.size, -np.inf)
+        if ok.any():
+            mass[ok] = log_masses(t1[ok], t2[ok])
+        return mass, t2
+
+    def best_of(t1):
+        mass, t2 = masses_of(t1)
+        k = int(np.argmax(mass))
+        return None if not np.isfinite(mass[k]) else (float(mass[k]), float(t1[k]), float(t2[k]))
+
+    starts = np.asarray(starts, float)
+    best = best_of(starts)
+    if best is None:
         return None
-    best = max(found)
-    # refine the lower end between its neighbours among the scanned starts
-    k = starts.index(best[1])
+    # refine the lower end between its neighbours among the scanned starts: three rounds of a
+    # 33-point grid, each 16 times finer around the best so far, then the vertex of the parabola
+    # through the best point and its grid neighbours (the mass is smooth in the lower end: this
+    # lands on a flat optimum, e.g. a symmetric prior's). A search: the certificate rests on the
+    # final evaluation below.
+    k = int(np.searchsorted(starts, best[1]))
     a, b = starts[max(k - 1, 0)], starts[min(k + 1, len(starts) - 1)]
-    if a < b:
-        def negative(t1):
-            t2 = _largest_upper(om, t1, limit, support)
-            return math.inf if t2 is None else -log_mass(t1, t2)
-
-        res = optimize.minimize_scalar(negative, bounds=(a, b), method="bounded", options={"xatol": 1e-6 * max(1.0, abs(b - a))})
-        if np.isfinite(res.fun) and -res.fun > best[0]:
-            t2 = _largest_upper(om, float(res.x), limit, support)
-            if t2 is not None:
-                best = (-res.fun, float(res.x), t2)
+    step = 0.0
+    for _ in range(3):
+        if not b - a > 1e-8 * max(1.0, abs(best[1])):
+            break
+        grid = np.linspace(a, b, 33)
+        found = best_of(grid)
+        if found is not None and found[0] > best[0]:
+            best = found
+        step = (b - a) / 32
+        a, b = max(a, best[1] - step), min(b, best[1] + step)
+    t = best[1]
+    if step > 0 and lo_s < t - step and t + step < hi_s:
+        m, _ = masses_of(np.array([t - step, t, t + step]))
+        curvature = m[0] - 2.0 * m[1] + m[2]
+        if np.all(np.isfinite(m)) and curvature < 0:
+            vertex = t + 0.5 * step * (m[0] - m[2]) / curvature
+            found = best_of(np.array([vertex])) if t - step < vertex < t + step else None
+            if found is not None and found[0] > best[0]:
+                best = found
     _, t1, t2 = best
     osc = om.oscillation(t1, t2)  # the certificate rests on this evaluation alone
+    for _ in range(8):  # a search point a rounding above the limit: pull the upper end in
+        if osc <= limit:
+            break
+        t2 = t1 + (t2 - t1) * (1.0 - 1e-9) if math.isfinite(t2) else t2
+        osc = om.oscillation(t1, t2)
     if not osc <= limit:  # pragma: no cover - the bisection only keeps feasible intervals
         return None
     constraint = IntervalConstraint(name, None if t1 <= lo_s else float(t1), None if t2 >= hi_s else float(t2))

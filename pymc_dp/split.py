@@ -147,9 +147,14 @@ def min_shares(
     given, it is filled with whether each minimum is the rule's own (True) or only the least
     value a numerical search found (False, the Potential fallback).
     """
+    from pymc_dp.oscillation import reaches
+
     probe = max(_PROBE * delta, _PROBE_FLOOR)
     mins = {}
     for f in factors:
+        if reaches(f, probe, ctx):  # the oscillation search finds a region at the probe
+            mins[f.name] = 0.0
+            continue
         try:
             solve_factor(f, probe, ctx)
             mins[f.name] = 0.0

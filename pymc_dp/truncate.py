@@ -415,22 +415,29 @@ def _numeric(expr) -> np.ndarray:
 # --------------------------------------------------------------------------- solvers
 def solve_factor(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
     """Constraints on the free RVs that keep ``L_factor <= share``; see the module docstring."""
-    from pymc_dp.boxes import solve_box
     from pymc_dp.oscillation import solve_oscillation
 
     by_oscillation = solve_oscillation(factor, share, ctx)
+    if by_oscillation is None:
+        region = _by_the_constant(factor, share, ctx)
+        return region if region is not None else solve_potential(factor, share, ctx)
+    # The oscillation model was built only where the family's own rule accepts the domain
+    # (OscillationModel._family_accepts_the_domain), and the constant's regions are never better:
+    # the sublevel interval {L <= share} has oscillation <= 2 share, so it is one of the intervals
+    # the oscillation search ranges over (tests/test_oscillation.py compares the two).
+    return by_oscillation
+
+
+def _by_the_constant(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion | None:
+    """The first region of the constant's solvers (affine, location-scale, scalar, box), or None
+    when none applies; raises :class:`Infeasible` when the constant cannot reach ``share``."""
+    from pymc_dp.boxes import solve_box
+
     for solver in (solve_affine, solve_location_scale, solve_scalar, solve_box):
-        try:
-            region = solver(factor, share, ctx)
-        except Infeasible:
-            if by_oscillation is not None:  # the constant cannot fit, but the oscillation can
-                return by_oscillation
-            raise
+        region = solver(factor, share, ctx)
         if region is not None:
-            if by_oscillation is not None and _more_mass(by_oscillation, region, ctx):
-                return by_oscillation
             return region
-    return by_oscillation if by_oscillation is not None else solve_potential(factor, share, ctx)
+    return None
 
 
 def _more_mass(a: FactorRegion, b: FactorRegion, ctx: RegionContext) -> bool:
