@@ -43,6 +43,7 @@ import itertools
 import json
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -1518,7 +1519,9 @@ def _mixing(idata, released) -> dict:
     names = [n for n in idata.posterior.data_vars if n in released]
     worst, where = 1.0, None
     if names and idata.posterior.sizes["chain"] > 1:
-        rhat = az.rhat(idata.posterior[names])
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)  # a constant coordinate: R-hat is NaN, skipped
+            rhat = az.rhat(idata.posterior[names])
         for n in names:
             v = np.asarray(rhat[n].values, float)
             if v.size and np.any(np.isfinite(v)) and np.nanmax(v) > worst:
