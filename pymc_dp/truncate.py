@@ -819,9 +819,8 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     box). So with ``|b - c| <= B_b`` and ``R ||w|| <= r``, the linear predictor of one record lies
     in ``[c - H, c + H]``, ``H = B_b + r``, and the rule evaluated on that interval bounds L over
     the whole region (both rules are monotone in the interval's extent). ``H`` is solved from
-    the rule; a free intercept and a free scale are chosen to maximise the prior mass kept:
-    exact interval masses times an importance-sampled ball mass (:class:`_AffineMass`) when the
-    three priors are independent, else the share of public prior draws inside.
+    the rule; a free intercept and a free scale are chosen to maximise the prior mass kept
+    (Monte Carlo over public prior draws).
     """
     info = factor.info
     if info is None or info.family not in ("Normal", "Bernoulli"):
@@ -928,24 +927,17 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
             cons.append(IntervalConstraint(scale_name, float(sigma), None))
         return cons
 
-    exact = ctx.cached(
-        ("affine_mass", w_name, offset_name, scale_name, scale_r, weights),
-        lambda: _AffineMass.build(ctx, w_name, [n for n in (offset_name, scale_name) if n], scale_r, weights),
-    )
-
     def mass(cons):
-        if exact is not None:  # log mass: exact intervals, importance-sampled ball
-            return exact(cons)
         ok = np.ones(len(next(iter(ctx.draws.values()))), bool)
         for c in cons:
             ok &= c.contains(ctx.draws)
-        return math.log(ok.mean()) if ok.any() else -math.inf
+        return ok.mean()
 
     sigmas = [scale_value] if scale_name is None else list(
         np.quantile(ctx.draws[scale_name].reshape(-1), np.linspace(0.02, 0.98, 25))
     )
     fracs = [0.0] if offset_name is None else list(np.linspace(0.05, 0.95, 19))
-    best, best_mass, min_L = None, -math.inf, math.inf
+    best, best_mass, min_L = None, -1.0, math.inf
     for s in sigmas:
         min_L = min(min_L, rule_L(center, 0.0, s))
         for frac in fracs:
@@ -953,7 +945,7 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
             if cons is None:
                 continue
             mval = mass(cons)
-            if best is None or mval > best_mass:
+            if mval > best_mass:
                 best, best_mass = cons, mval
     if best is None:
         if scale_name is not None:
@@ -965,82 +957,6 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         if best is None:
             raise Infeasible(factor.name, min_L)
     return FactorRegion(factor, share, best, "affine", min_L)
-
-
-class _AffineMass:
-    """``log P(region)`` for the affine solver's regions: a norm ball of the weights ``w`` times
-    intervals of the intercept and the scale, when the three are independent root RVs.
-
-    The intervals' masses are exact (the prior's CDF, :func:`pymc_dp.boxes.box_log_mass`). The
-    ball's is importance-sampled with the uniform distribution on the ball as the proposal:
-    ``P(w in B) = vol(B) E_U[p(w)]``, from ``POINTS`` fixed public points of the unit ball scaled
-    to the radius. Unlike the share of prior draws inside the region (0 for every candidate once
-    the region is small, which left the intercept's share at the first candidate, 5%), it ranks
-    small regions by their mass. The estimate is a search aid: the certificate does not depend
-    on it.
-    """
-
-    POINTS = 2000
-    SEED = 20261125
-
-    def __init__(self, ctx, w_name, interval_names, logp_w, unit_points, log_unit_volume, scale_r, weights):
-        self.ctx, self.w_name, self.interval_names = ctx, w_name, interval_names
-        self.logp_w, self.unit_points, self.log_unit_volume = logp_w, unit_points, log_unit_volume
-        self.scale_r, self.weights = scale_r, weights
-
-    @classmethod
-    def build(cls, ctx, w_name, interval_names, scale_r, weights) -> "_AffineMass | None":
-        """None (the caller counts prior draws) unless ``w`` and the interval RVs are root RVs
-        (independent priors) and the ball is bounded in every coordinate."""
-        import pymc as pm
-        from pytensor.graph.replace import vectorize_graph
-
-        free = list(ctx.free.values())
-        for name in (w_name, *interval_names):
-            rv = ctx.free[name]
-            if any(p is not rv and p in set(ancestors(rv.owner.inputs, blockers=free)) for p in free):
-                return None
-        (d,) = ctx.shapes[w_name]
-        rng = np.random.default_rng(cls.SEED)  # public: the points depend on d and the norm only
-        if weights is None:  # l2 ball of radius 1
-            g = rng.standard_normal((cls.POINTS, d))
-            u = g / np.linalg.norm(g, axis=1, keepdims=True) * rng.random((cls.POINTS, 1)) ** (1.0 / d)
-            log_volume = 0.5 * d * math.log(math.pi) - special.gammaln(0.5 * d + 1.0)
-        else:  # weighted l1 ball sum_i m_i |w_i| <= 1
-            m = np.asarray(weights, float)
-            if np.any(m <= 0) or m.size != d:
-                return None
-            e = rng.exponential(size=(cls.POINTS, d + 1))
-            u = e[:, :d] / e.sum(axis=1, keepdims=True) * rng.choice([-1.0, 1.0], size=(cls.POINTS, d)) / m
-            log_volume = d * math.log(2.0) - special.gammaln(d + 1.0) - float(np.sum(np.log(m)))
-        rv = ctx.free[w_name]
-        try:
-            value = rv.type()
-            batch = pt.tensor(dtype=value.dtype, shape=(None,) + tuple(value.type.shape))
-            expr = pm.logp(rv, value).sum()
-            logp_w = pytensor.function([batch], vectorize_graph(expr, replace={value: batch}))
-            logp_w(u.astype(value.dtype)[:2])
-        except Exception:  # a prior PyMC cannot give a log-density for: count prior draws
-            return None
-        return cls(ctx, w_name, list(interval_names), logp_w, u, log_volume, scale_r, weights)
-
-    def __call__(self, cons) -> float:
-        from pymc_dp.boxes import box_log_mass
-
-        total = 0.0
-        for c in cons:
-            if isinstance(c, NormBallConstraint):
-                if c.radius <= 0:
-                    return -math.inf
-                d = self.unit_points.shape[1]
-                points = (self.unit_points * c.radius).astype(self.ctx.free[self.w_name].dtype)
-                logp = np.asarray(self.logp_w(points), float)
-                total += self.log_unit_volume + d * math.log(c.radius) + float(special.logsumexp(logp) - math.log(len(logp)))
-            else:
-                lo = -math.inf if c.lower is None else c.lower
-                hi = math.inf if c.upper is None else c.upper
-                total += box_log_mass({c.var: (np.float64(lo), np.float64(hi))}, self.ctx)
-        return total
 
 
 def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorRegion:
