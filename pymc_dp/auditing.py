@@ -1912,9 +1912,7 @@ def audit(
         verdict = _statistical_verdict(measured, res["power"], claimed, runs, notes)
         measured_by = "event"
         if "oscillation" in res:
-            before = measured
-            verdict, measured = _chain_verdict(verdict, measured, res, claimed, slack, notes)
-            measured_by = "event" if measured is before else "range"
+            verdict, measured, measured_by = _chain_verdict(verdict, measured, res, claimed, slack, notes)
     else:
         measured_by = "search"
         if measured - error > claimed + slack:
@@ -1963,7 +1961,7 @@ def _chain_verdict(verdict, measured, res, claimed, slack, notes):
     (a centred hierarchical funnel traps chains for hundreds of steps). The event test is then
     set aside and the verdict rests on the range, which needs no mixing: every visited point is
     in the truncation region. ``measured`` is then that range, a lower bound on the oscillation
-    the certificate bounds."""
+    the certificate bounds. Returns ``(verdict, measured, measured_by)``."""
     osc = res["oscillation"]
     span = f"{osc:.4g} over {res['visited']} visited parameter points"
     if osc > claimed + slack:
@@ -1976,11 +1974,11 @@ def _chain_verdict(verdict, measured, res, claimed, slack, notes):
             event={"statistic": "range of log p(x|theta) - log p(y|theta) over visited points",
                    "max": res["g_max"], "min": res["g_min"], "visited": res["visited"]},
         )
-        return "fail", osc
+        return "fail", osc, "range"
     bad = {k: m for k, m in res.get("mixing", {}).items() if not m["mixed"]}
     if not bad:
         notes.append(f"the log-likelihood ratio ranges over {span}, within the claim")
-        return verdict, measured
+        return verdict, measured, "event"
     why = "; ".join(
         f"dataset {k}: worst R-hat {m['rhat']:.3g} ({m['worst']}), {100 * m['divergent']:.2g}% divergent transitions"
         for k, m in bad.items()
@@ -1990,7 +1988,7 @@ def _chain_verdict(verdict, measured, res, claimed, slack, notes):
         f"a difference between non-mixing chains is not evidence of a privacy loss; the verdict rests on "
         f"the range of the log-likelihood ratio, {span}, within the claim"
     )
-    return "pass", osc
+    return "pass", osc, "range"
 
 
 # =========================================================================== mechanisms

@@ -112,49 +112,55 @@ class OscillationModel:
         return True
 
     def oscillations(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """:meth:`oscillation` of many intervals ``[lo[k], hi[k]]`` at once (the search's inner
-        loop: one array operation per step of all its bisections, not one Python call per
-        evaluation). Only the plain path is vectorised; the interval evaluator runs per interval."""
+        """The certified per-record oscillation over ``v in [lo[k], hi[k]]`` (every element of
+        ``v``) for many intervals at once: the search's inner loop is one array operation per step,
+        and the certificate's final evaluation is this same computation for one interval."""
         lo, hi = np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1)
-        if not self.plain:
-            return np.array([self.oscillation(a, b) for a, b in zip(lo, hi)], float)
         k, nd = lo.size, len(self.obs_shape)
-        ends = (k,) + (1,) * nd
-        per_element = oscillation(self.natural, lo.reshape(ends), hi.reshape(ends))
-        if per_element.size == k and nd and self.obs_shape[0] > 0:
-            # the same for every element (no per-element parameter): a record's sum is the
-            # element's value times its element count, without broadcasting over the records
-            value = per_element.reshape(k) * (math.prod(self.obs_shape[1:]) if nd > 1 else 1)
-            return np.where(np.isnan(value), math.inf, value)
-        try:
-            per_element = np.broadcast_to(per_element, (k,) + self.obs_shape)
-        except ValueError:
-            return np.full(k, math.inf)
-        if nd > 1:
-            per_element = per_element.reshape(k, self.obs_shape[0], -1).sum(axis=2)
-        if per_element.size == 0:
-            return np.zeros(k)
-        value = per_element.reshape(k, -1).max(axis=1)
-        return np.where(np.isnan(value), math.inf, value)
-
-    def oscillation(self, lo: float, hi: float) -> float:
-        """The certified per-record oscillation over ``v in [lo, hi]`` (every element of ``v``)."""
+        ok = np.ones(k, bool)
         if self.plain:
-            p_lo, p_hi = np.float64(lo), np.float64(hi)
+            p_lo, p_hi = lo, hi
+        else:  # the interval evaluator bounds the parameter, one interval at a time
+            bounds = []
+            for j, (a, b) in enumerate(zip(lo, hi)):
+                try:
+                    ((pa, pb),) = self.evaluator({self.name: (a, b)})
+                except (UnsupportedExpression, FloatingPointError):
+                    pa = pb = np.nan
+                    ok[j] = False
+                bounds.append(np.broadcast_arrays(np.asarray(pa, float), np.asarray(pb, float)))
+            shape = np.broadcast_shapes(*(b[0].shape for b in bounds))
+            p_lo = np.stack([np.broadcast_to(b[0], shape) for b in bounds])
+            p_hi = np.stack([np.broadcast_to(b[1], shape) for b in bounds])
+        pnd = p_lo.ndim - 1
+        if pnd > nd:  # a parameter of more axes than the observed value: no record reading
+            return np.full(k, math.inf)
+        ends = (k,) + (1,) * (nd - pnd) + p_lo.shape[1:]
+        per_element = oscillation(self.natural, p_lo.reshape(ends), p_hi.reshape(ends))
+        if per_element.size == k and nd == 1 and self.obs_shape[0] > 0:
+            # one element per record and the same value for each: no broadcast over the records
+            value = per_element.reshape(k)
         else:
             try:
-                ((p_lo, p_hi),) = self.evaluator({self.name: (lo, hi)})
-            except (UnsupportedExpression, FloatingPointError):
-                return math.inf
-        per_element = oscillation(self.natural, p_lo, p_hi)
-        try:
-            per_element = np.broadcast_to(per_element, self.obs_shape)
-        except ValueError:
-            return math.inf
-        if per_element.ndim > 1:
-            per_element = per_element.reshape(per_element.shape[0], -1).sum(axis=1)
-        value = float(np.max(per_element)) if per_element.size else 0.0
-        return value if not math.isnan(value) else math.inf
+                per_element = np.broadcast_to(per_element, (k,) + self.obs_shape)
+            except ValueError:
+                return np.full(k, math.inf)
+            if nd > 1:
+                per_element = per_element.reshape(k, self.obs_shape[0], -1).sum(axis=2)
+            if per_element[0].size == 0:
+                return np.zeros(k)
+            value = per_element.reshape(k, -1).max(axis=1)
+        return np.where(ok & ~np.isnan(value), value, math.inf)
+
+    def oscillation(self, lo: float, hi: float) -> float:
+        """The certified per-record oscillation over ``v in [lo, hi]``: :meth:`oscillations` of one
+        interval."""
+        return float(self.oscillations(np.array([lo]), np.array([hi]))[0])
+
+    @classmethod
+    def of(cls, factor: Factor, ctx) -> "OscillationModel | None":
+        """:meth:`build`, once per factor and certification."""
+        return ctx.cached(ctx.key(factor, "oscillation_model"), lambda: cls.build(factor, ctx))
 
 
 def _observed_shape(observed, ctx) -> tuple[int, ...]:
@@ -235,18 +241,12 @@ def _largest_uppers(om: OscillationModel, t1: np.ndarray, limit: float, support:
     return out
 
 
-def _largest_upper(om: OscillationModel, t1: float, limit: float, support: tuple[float, float]) -> float | None:
-    """The largest ``t2 > t1`` with ``osc([t1, t2]) <= limit``, or None."""
-    t2 = float(_largest_uppers(om, np.array([t1]), limit, support)[0])
-    return None if math.isnan(t2) else t2
-
-
 def reaches(factor: Factor, share: float, ctx) -> bool:
     """Whether some interval of the factor's free RV has half-oscillation at most ``share`` (one
     bracketing from the prior's median; False when the factor has no closed-form oscillation).
     Then :func:`solve_oscillation` finds a region at that share, and the factor's least constant
     is 0: the split's probe for a minimum needs no region."""
-    om = ctx.cached(ctx.key(factor, "oscillation_model"), lambda: OscillationModel.build(factor, ctx))
+    om = OscillationModel.of(factor, ctx)
     if om is None or share <= 0:
         return False
     support = ctx.support(om.name)
@@ -265,7 +265,7 @@ def solve_oscillation(factor: Factor, share: float, ctx):
     from pymc_dp.boxes import box_log_masses
     from pymc_dp.truncate import FactorRegion, IntervalConstraint
 
-    om = ctx.cached(ctx.key(factor, "oscillation_model"), lambda: OscillationModel.build(factor, ctx))
+    om = OscillationModel.of(factor, ctx)
     if om is None or share <= 0:
         return None
     name = om.name

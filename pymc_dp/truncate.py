@@ -440,18 +440,6 @@ def _by_the_constant(factor: Factor, share: float, ctx: RegionContext) -> Factor
     return None
 
 
-def _more_mass(a: FactorRegion, b: FactorRegion, ctx: RegionContext) -> bool:
-    """Whether region ``a`` keeps more prior mass than ``b`` (both sets of interval constraints;
-    otherwise False: ``b`` stays)."""
-    from pymc_dp.boxes import box_log_mass
-
-    boxes = [constraints_box(r.constraints, ctx) if r.constraints else {} for r in (a, b)]
-    if any(box is None for box in boxes):
-        return False
-    masses = [box_log_mass(box, ctx) if box else 0.0 for box in boxes]
-    return masses[0] > masses[1]
-
-
 class Infeasible(Exception):
     """The factor's constant cannot be brought down to its share; carries the minimum.
 

@@ -599,13 +599,13 @@ def test_chain_verdict_sets_the_event_test_aside_only_when_the_chains_did_not_mi
 
     notes = []
     r = res(1.3, mixed)
-    assert _chain_verdict("pass", 0.2, r, 1.0, 1e-6, notes) == ("fail", 1.3)
+    assert _chain_verdict("pass", 0.2, r, 1.0, 1e-6, notes) == ("fail", 1.3, "range")
     assert r["witness"].event["max"] == 0.65 and r["witness"].log_ratio == 1.3
-    assert _chain_verdict("fail", 1.6, res(1.3, stuck), 1.0, 1e-6, []) == ("fail", 1.3)
-    assert _chain_verdict("fail", 1.6, res(0.45, mixed), 1.0, 1e-6, []) == ("fail", 1.6)
-    assert _chain_verdict("inconclusive", 0.1, res(0.45, mixed), 1.0, 1e-6, []) == ("inconclusive", 0.1)
+    assert _chain_verdict("fail", 1.6, res(1.3, stuck), 1.0, 1e-6, []) == ("fail", 1.3, "range")
+    assert _chain_verdict("fail", 1.6, res(0.45, mixed), 1.0, 1e-6, []) == ("fail", 1.6, "event")
+    assert _chain_verdict("inconclusive", 0.1, res(0.45, mixed), 1.0, 1e-6, []) == ("inconclusive", 0.1, "event")
     notes = []
-    assert _chain_verdict("fail", 1.6, res(0.45, stuck), 1.0, 1e-6, notes) == ("pass", 0.45)
+    assert _chain_verdict("fail", 1.6, res(0.45, stuck), 1.0, 1e-6, notes) == ("pass", 0.45, "range")
     assert "did not mix" in notes[-1] and "R-hat 2.04 (sigma_a)" in notes[-1] and "set aside" in notes[-1]
 
 
