@@ -7,13 +7,16 @@
 * :func:`private_map` -- the exponential mechanism with the truncated prior as base measure
   (AAAI 2016, Alg. 3): a tempered truncated posterior draw;
 * :func:`noisy_statistics` -- Laplace-noised sufficient statistics released once, and the
-  posterior given them with the noise in the model (Bernstein & Sheldon 2018).
+  posterior given them with the noise in the model (Bernstein & Sheldon 2018); for a discrete
+  network with Beta / Dirichlet priors (naive Bayes) the noisy counts and the exact posterior
+  given them (:class:`NoisyCounts`).
 
 The noise mechanisms implement :class:`~pymc_dp.mechanisms.base.Mechanism` (release with a
 ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 """
 
 from pymc_dp.mechanisms.base import Mechanism
+from pymc_dp.mechanisms.counts import NoisyCounts
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
 from pymc_dp.mechanisms.statistics import NoisyStatistics, Recommendation, noisy_statistics, recommend
 from pymc_dp.mechanisms.updates import (
@@ -27,6 +30,7 @@ __all__ = [
     "FourierUpdates",
     "LaplaceUpdates",
     "Mechanism",
+    "NoisyCounts",
     "NoisyStatistics",
     "Recommendation",
     "recommend",

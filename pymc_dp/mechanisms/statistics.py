@@ -650,7 +650,8 @@ def noisy_statistics(
     model : pm.Model or callable
         A model whose private ``pm.Data`` containers are each observed by one factor of a
         supported family (Bernoulli, Binomial, Poisson, Normal) with parameters shared by every
-        record. Never mutated.
+        record, or a discrete network with Beta / Dirichlet priors whose parameters are gathered
+        by at most one private class variable (Dirichlet-Categorical, naive Bayes). Never mutated.
     epsilon : float
         The budget of the one release of the statistics (every later draw is free).
     data : dict of str to Domain
@@ -670,9 +671,25 @@ def noisy_statistics(
 
     Returns
     -------
-    NoisyStatistics
-        Call :meth:`NoisyStatistics.sample` to release.
+    NoisyCounts or NoisyStatistics
+        :class:`~pymc_dp.mechanisms.counts.NoisyCounts` for a discrete network with Beta /
+        Dirichlet priors (Beta-Bernoulli, Dirichlet-Categorical, naive Bayes: noisy counts and
+        the exact posterior given them, iid draws); :class:`NoisyStatistics` otherwise (the
+        families above, posterior by ``pm.sample``). Call ``sample`` to release.
     """
+    if delta == 0.0:
+        from pymc_dp.mechanisms.counts import NoisyCounts
+
+        model = build_model(model)
+        try:  # a discrete network with Beta / Dirichlet priors: exact posterior, iid draws
+            return NoisyCounts(model, epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
+        except (UnsupportedFactorError, DomainError):
+            pass  # not such a network: the families' path below says what it needs
+        except NotImplementedError as not_here:
+            try:
+                return NoisyStatistics(model, epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
+            except (UnsupportedFactorError, DomainError):
+                raise not_here from None
     return NoisyStatistics(model, epsilon=epsilon, data=data, delta=delta, unit=unit, public=public, values=values, ledger=ledger)
 
 
@@ -726,13 +743,15 @@ def recommend(
     The user can still pick either path.
     """
     try:
-        mech = NoisyStatistics(model, epsilon=epsilon, data=data, unit=unit, public=public, ledger=None)
-    except (UnsupportedFactorError, DomainError) as err:
+        mech = noisy_statistics(model, epsilon=epsilon, data=data, unit=unit, public=public, ledger=None)
+    except (UnsupportedFactorError, DomainError, NotImplementedError) as err:
         return Recommendation(
             "make_private",
             f"noisy sufficient statistics do not apply ({err}); posterior sampling with a truncated prior does",
             {},
         )
+    if not isinstance(mech, NoisyStatistics):  # a discrete network: noisy counts, exact posterior
+        return _recommend_counts(mech, epsilon, random_seed)
     inflation = {}
     prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
                                        var_names=[f.name for f in mech.factors])
@@ -750,5 +769,32 @@ def recommend(
         "every private factor is an iid observation of a supported family: the noisy sufficient "
         "statistics are released once and the posterior given them is calibrated; the Laplace noise "
         f"inflates the statistics' sampling variance by at most {worst:.3g}x at epsilon = {float(epsilon):g}"
+    )
+    return Recommendation("noisy_statistics", reason, inflation)
+
+
+def _recommend_counts(mech, epsilon: float, random_seed: int) -> Recommendation:
+    """The noisy-counts path's advice: per released count, ``1 + 2 b^2 / (n Var(t))`` with
+    ``t`` the indicator that a record adds to it, ``Var(t)`` under the prior predictive."""
+    prior = pm.sample_prior_predictive(draws=200, model=mech.model, random_seed=random_seed, var_names=[rv.name for rv in mech.model.observed_RVs])
+    pred = prior.prior_predictive
+    from pymc_dp.factors import _strip_casts
+
+    obs_of = {rv.name: _strip_casts(mech.model.rvs_to_values[rv]).name for rv in mech.model.observed_RVs}
+    frac = []
+    for d in range(200):
+        data = {obs_of[k]: np.asarray(pred[k].values.reshape(-1, *pred[k].shape[2:])[d]) for k in pred.data_vars if obs_of.get(k) in mech.net.containers}
+        frac.append(mech._counts(data) / mech.net.rows)
+    f = np.asarray(frac)
+    var = np.mean(f * (1 - f), axis=0)
+    b = mech.noise_scale
+    with np.errstate(divide="ignore"):
+        infl = np.where(var > 0, 1.0 + 2.0 * b * b / (mech.n * np.maximum(var, 1e-300)), math.inf)
+    inflation = dict(zip(mech.entry_names(), infl.tolist()))
+    reason = (
+        "the private data form a discrete network with Beta / Dirichlet priors (Beta-Bernoulli, "
+        "Dirichlet-Categorical or naive Bayes): its counts are released once and the exact posterior given "
+        "them is calibrated, with iid draws; the Laplace noise inflates the counts' sampling variance by at "
+        f"most {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g}"
     )
     return Recommendation("noisy_statistics", reason, inflation)

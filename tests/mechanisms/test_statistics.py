@@ -1,4 +1,8 @@
-"""Noisy sufficient statistics (pymc_dp.mechanisms.statistics).
+"""Noisy sufficient statistics of iid families (pymc_dp.mechanisms.statistics).
+
+``pymc_dp.noisy_statistics`` routes a Beta-Bernoulli model to the exact counts path
+(tests/mechanisms/test_counts.py); the tests here build :class:`pymc_dp.NoisyStatistics` itself
+where they check its families' law on the coin model.
 
 Checked against exact computations: the sensitivities by enumeration / grids of neighbouring
 records; the noise-aware likelihood of a count statistic against the sum over its values
@@ -71,7 +75,7 @@ def test_square_span_by_grid():
 def test_sensitivity_is_attained_by_neighbours(build, domain, expected):
     model = build()
     name = next(iter(expected)).split("(")[1].rstrip(")")
-    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data={name: domain}, ledger=None)
+    mech = pymc_dp.NoisyStatistics(model, epsilon=1.0, data={name: domain}, ledger=None)
     assert mech.sensitivity == expected
     # brute force: replace one record by every pair of domain values on a grid
     x = np.asarray(model[name].get_value()).copy()
@@ -104,7 +108,7 @@ def test_units_scale_the_sensitivity():
 # --------------------------------------------------------------------------- the noise-aware law
 def test_count_law_is_the_exact_sum_over_values():
     """log p(z | p) = log sum_k Binomial(k | n, p) DiscreteLaplace(z - k | b), computed by scipy."""
-    mech = pymc_dp.noisy_statistics(coin(), epsilon=0.5, data={"x": pymc_dp.Binary()}, ledger=None)
+    mech = pymc_dp.NoisyStatistics(coin(), epsilon=0.5, data={"x": pymc_dp.Binary()}, ledger=None)
     mech.released = {"sum(x)": 17}  # as if released: the law is a function of the public number
     model = mech.noise_aware_model()
     assert "exactly" in mech.laws["obs"]
@@ -140,7 +144,7 @@ def test_normal_statistics_law_by_simulation():
 
 def test_posterior_matches_quadrature():
     """The released posterior of p given a released count is the quadrature posterior."""
-    mech = pymc_dp.noisy_statistics(coin(), epsilon=0.5, data={"x": pymc_dp.Binary()}, ledger=None)
+    mech = pymc_dp.NoisyStatistics(coin(), epsilon=0.5, data={"x": pymc_dp.Binary()}, ledger=None)
     mech.released = {"sum(x)": 9}
     idata = mech.sample(1000, chains=2, tune=500, random_seed=5)
     b = mech.noise_scales["sum(x)"]
@@ -204,19 +208,19 @@ def test_dask_array_is_summed_block_by_block():
     da = pytest.importorskip("dask.array")
     big = np.random.default_rng(2).binomial(1, 0.4, size=25_000)
     stand_in = coin(n=3)
-    mech = pymc_dp.noisy_statistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()},
-                                    values={"x": da.from_array(big, chunks=4_000)}, ledger=None)
+    mech = pymc_dp.NoisyStatistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()},
+                                   values={"x": da.from_array(big, chunks=4_000)}, ledger=None)
     assert mech.rows == {"x": 25_000}
     assert mech._true_statistics(mech._values) == {"sum(x)": int(big.sum())}
-    numpy_mech = pymc_dp.noisy_statistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()}, values={"x": big}, ledger=None)
+    numpy_mech = pymc_dp.NoisyStatistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()}, values={"x": big}, ledger=None)
     assert numpy_mech._true_statistics(numpy_mech._values) == {"sum(x)": int(big.sum())}
     # the ledger's name of the data does not depend on how they are held: one budget
     assert mech.dataset_id == numpy_mech.dataset_id
     bad = big.copy()
     bad[-1] = 2
     with pytest.raises(DomainError, match="'x'"):
-        pymc_dp.noisy_statistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()},
-                                 values={"x": da.from_array(bad, chunks=4_000)}, ledger=None)
+        pymc_dp.NoisyStatistics(stand_in, epsilon=1.0, data={"x": pymc_dp.Binary()},
+                                values={"x": da.from_array(bad, chunks=4_000)}, ledger=None)
 
 
 # --------------------------------------------------------------------------- refusals
@@ -252,11 +256,11 @@ def test_recommend_reads_public_facts_only():
     rec = pymc_dp.recommend(coin(n=1000), epsilon=1.0, data={"x": pymc_dp.Binary()})
     assert rec.path == "noisy_statistics"
     # Var(x) under the Beta(2, 2) prior predictive: E[p (1 - p)] = 0.2; b = 1: 1 + 2 / (1000 x 0.2)
-    assert rec.variance_inflation["sum(x)"] == pytest.approx(1.01, rel=0.05)
+    assert rec.variance_inflation["count p ones"] == pytest.approx(1.01, rel=0.05)  # the counts path (test_counts.py)
     # the same public facts with other data values: the same advice, bit for bit
     assert pymc_dp.recommend(coin(n=1000, seed=9), epsilon=1.0, data={"x": pymc_dp.Binary()}) == rec
     # smaller epsilon, more inflation
-    assert pymc_dp.recommend(coin(n=1000), epsilon=0.1, data={"x": pymc_dp.Binary()}).variance_inflation["sum(x)"] > 1.5
+    assert pymc_dp.recommend(coin(n=1000), epsilon=0.1, data={"x": pymc_dp.Binary()}).variance_inflation["count p ones"] > 1.5
 
 
 def test_recommend_falls_back_to_posterior_sampling_with_the_reason():
