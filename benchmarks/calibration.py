@@ -9,11 +9,17 @@ they were the true counts (clipped to be non-negative), which is what Laplace on
 updates does -- shows what ignoring the noise costs.
 
 Models: Beta-Bernoulli (20 coin flips, Beta(1, 1)) and naive Bayes (a binary class and
-binary features, 4 of them, 100 records, Beta(1, 1) priors), both on the exact noisy-counts path. Linear regression
-with an unknown scale has no noisy-statistics path yet (issue 12, item 4): not measured.
+binary features, 4 of them, 100 records, Beta(1, 1) priors), both on the exact noisy-counts path;
+linear regression with an unknown scale (1000 records, two covariates uniform on [-1, 1],
+``alpha, beta ~ N(0, 0.3)``, ``sigma ~ HalfNormal(0.3)``, outcome domain [-3, 3], which the
+generated outcomes leave with probability below 1e-9), on the regression path with ``pm.sample``
+(one chain, 400 tuning steps and 400 draws). Its naive use plugs the noisy ``Z'Z, Z'y, y'y`` into
+the Normal likelihood as if exact (``Z'Z`` clipped to be positive semi-definite, ``y'y`` raised to
+the least value they allow).
 
-Run: ``PYTHONPATH=. python benchmarks/calibration.py [--datasets 200] [--out benchmarks/results]``.
-Writes ``calibration.json`` and ``calibration.md``.
+Run: ``PYTHONPATH=. python benchmarks/calibration.py [--datasets 200] [--out benchmarks/results]``;
+``--models`` / ``--epsilons`` / ``--part NAME`` run a part (written as ``calibration_NAME.json``),
+and ``--merge`` joins the parts in ``--out`` into ``calibration.json`` and ``calibration.md``.
 """
 
 from __future__ import annotations
@@ -55,7 +61,44 @@ def naive_bayes(rng, n=100, m=4):
     return model, {"X": pymc_dp.Binary(), "y": pymc_dp.Binary()}, {"pi": np.array(pi), "theta": theta}
 
 
-MODELS = {"beta_bernoulli": beta_bernoulli, "naive_bayes": naive_bayes}
+def linear_regression(rng, n=1000):
+    alpha, beta, sigma = rng.normal(0, 0.3), rng.normal(0, 0.3, 2), abs(rng.normal(0, 0.3))
+    X = rng.uniform(-1, 1, (n, 2))
+    y = alpha + X @ beta + rng.normal(0, sigma, n)
+    assert np.all(np.abs(y) <= 3), "an outcome left the domain: the model would be misspecified"
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        a = pm.Normal("alpha", 0, 0.3)
+        b = pm.Normal("beta", 0, 0.3, shape=2)
+        s = pm.HalfNormal("sigma", 0.3)
+        pm.Normal("lik", a + Xd @ b, s, observed=yd)
+    return model, {"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-3, 3)}, {"alpha": np.array(alpha), "beta": beta, "sigma": np.array(sigma)}
+
+
+MODELS = {"beta_bernoulli": beta_bernoulli, "naive_bayes": naive_bayes, "linear_regression": linear_regression}
+MCMC = {"draws": 400, "tune": 400, "chains": 1, "progressbar": False}
+
+
+def naive_linear_draws(mech, seed) -> dict[str, np.ndarray]:
+    """The noise-unaware posterior of the regression: the noisy statistics as if exact."""
+    import pytensor.tensor as pt
+
+    r, n = mech.released, mech.rows["y"]
+    S = np.array([[n, r["sum(X[0])"], r["sum(X[1])"]],
+                  [r["sum(X[0])"], r["sum(X[0]^2)"], r["sum(X[0]*X[1])"]],
+                  [r["sum(X[1])"], r["sum(X[0]*X[1])"], r["sum(X[1]^2)"]]])
+    vals, vecs = np.linalg.eigh(S)
+    S = (vecs * np.maximum(vals, 1e-6 * n)) @ vecs.T
+    Szy = np.array([r["sum(y)"], r["sum(X[0]*y)"], r["sum(X[1]*y)"]])
+    Syy = max(r["sum(y^2)"], float(Szy @ np.linalg.solve(S, Szy)) + 1e-6)
+    with pm.Model():
+        a = pm.Normal("alpha", 0, 0.3)
+        b = pm.Normal("beta", 0, 0.3, shape=2)
+        s = pm.HalfNormal("sigma", 0.3)
+        w = pt.concatenate([pt.reshape(a, (1,)), b])
+        pm.Potential("lik", -n * pt.log(s) - (Syy - 2 * w @ Szy + w @ S @ w) / (2 * s**2))
+        idata = pm.sample(**MCMC, random_seed=seed, compute_convergence_checks=False)
+    return {k: idata.posterior[k].values.reshape(MCMC["draws"], *idata.posterior[k].shape[2:]) for k in ("alpha", "beta", "sigma")}
 
 
 def naive_draws(mech, draws: int, rng) -> dict[str, np.ndarray]:
@@ -84,10 +127,13 @@ def covered(draws: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return (lo <= truth) & (truth <= hi)
 
 
-def run(datasets: int, seed: int = 0) -> dict:
+def run(datasets: int, seed: int = 0, models=tuple(MODELS), epsilons=EPSILONS, checkpoint=None) -> dict:
+    """Coverage per model and epsilon; ``checkpoint(results)`` is called every 10 datasets with
+    the rows so far (a long run keeps what it measured if it is stopped)."""
     results = {}
-    for model_name, build in MODELS.items():
-        for eps in EPSILONS:
+    for model_name in models:
+        build = MODELS[model_name]
+        for eps in epsilons:
             t0 = time.perf_counter()
             hits = {"noise_aware": [], "naive": []}
             widths = {"noise_aware": [], "naive": []}
@@ -95,47 +141,62 @@ def run(datasets: int, seed: int = 0) -> dict:
                 rng = np.random.default_rng([seed, d, int(eps * 1000), len(model_name)])
                 model, domains, truth = build(rng)
                 mech = pymc_dp.noisy_statistics(model, epsilon=eps, data=domains, ledger=None)
-                post = mech.sample(DRAWS, random_seed=rng, chains=1).posterior
-                aware = {k: post[k].values.reshape(DRAWS, *np.shape(v)) for k, v in truth.items()}
-                plain = naive_draws(mech, DRAWS, rng)
+                if model_name == "linear_regression":
+                    draw_seed = int(rng.integers(2**31))
+                    post = mech.sample(random_seed=draw_seed, **MCMC).posterior
+                    aware = {k: post[k].values.reshape(MCMC["draws"], *np.shape(v)) for k, v in truth.items()}
+                    plain = naive_linear_draws(mech, draw_seed)
+                else:
+                    post = mech.sample(DRAWS, random_seed=rng, chains=1).posterior
+                    aware = {k: post[k].values.reshape(DRAWS, *np.shape(v)) for k, v in truth.items()}
+                    plain = naive_draws(mech, DRAWS, rng)
                 for label, dr in (("noise_aware", aware), ("naive", plain)):
                     hits[label].append(np.concatenate([covered(dr[k], truth[k]).reshape(-1) for k in truth]))
                     widths[label].append(np.concatenate([np.ptp(np.quantile(dr[k], [0.05, 0.95], axis=0), axis=0).reshape(-1) for k in truth]))
-            row = {}
-            for label in hits:
-                h = np.asarray(hits[label], float)  # (datasets, parameters)
-                row[label] = {
-                    "coverage": float(h.mean()),
-                    "coverage_se": float(h.mean(axis=1).std(ddof=1) / np.sqrt(datasets)),
-                    "coverage_min_parameter": float(h.mean(axis=0).min()),
-                    "coverage_max_parameter": float(h.mean(axis=0).max()),
-                    "mean_width": float(np.mean(widths[label])),
-                }
-            row["parameters"] = int(np.asarray(hits["noise_aware"]).shape[1])
-            row["seconds"] = time.perf_counter() - t0
+                if checkpoint is not None and (d + 1) % 10 == 0 and d + 1 < datasets:
+                    checkpoint({**results, model_name: {**results.get(model_name, {}), str(eps): _row(hits, widths, t0)}})
+            row = _row(hits, widths, t0)
             results.setdefault(model_name, {})[str(eps)] = row
             print(f"{model_name} eps={eps:g}: noise-aware {row['noise_aware']['coverage']:.3f}, "
                   f"naive {row['naive']['coverage']:.3f} ({row['seconds']:.0f} s)", flush=True)
     return results
 
 
+def _row(hits, widths, t0) -> dict:
+    """The coverage summary of the datasets so far."""
+    row = {}
+    for label in hits:
+        h = np.asarray(hits[label], float)  # (datasets, parameters)
+        row[label] = {
+            "coverage": float(h.mean()),
+            "coverage_se": float(h.mean(axis=1).std(ddof=1) / np.sqrt(len(h))),
+            "coverage_min_parameter": float(h.mean(axis=0).min()),
+            "coverage_max_parameter": float(h.mean(axis=0).max()),
+            "mean_width": float(np.mean(widths[label])),
+        }
+    row["parameters"] = int(np.asarray(hits["noise_aware"]).shape[1])
+    row["datasets"] = len(hits["noise_aware"])
+    row["seconds"] = time.perf_counter() - t0
+    return row
+
+
 def markdown(results: dict, datasets: int) -> str:
     lines = ["# Calibration of the noise-aware posterior", "",
-             f"{datasets} datasets per model and epsilon, parameters drawn from the prior; coverage of the "
+             "Datasets per model and epsilon as stated, parameters drawn from the prior; coverage of the "
              f"{LEVEL:.0%} equal-tailed credible interval, averaged over datasets and parameters (± SE over "
              "datasets; min-max over parameters in brackets), and the mean interval width. Written by "
              "`benchmarks/calibration.py`.", "",
-             "| model | epsilon | parameters | noise-aware coverage | naive coverage | noise-aware width | naive width |",
-             "|---|---|---|---|---|---|---|"]
+             "| model | epsilon | datasets | parameters | noise-aware coverage | naive coverage | noise-aware width | naive width |",
+             "|---|---|---|---|---|---|---|---|"]
     for model_name, rows in results.items():
         for eps, r in rows.items():
             a, n = r["noise_aware"], r["naive"]
             lines.append(
-                f"| {model_name} | {float(eps):g} | {r['parameters']} | {a['coverage']:.3f} ± {a['coverage_se']:.3f} "
+                f"| {model_name} | {float(eps):g} | {r.get('datasets', datasets)} | {r['parameters']} | {a['coverage']:.3f} ± {a['coverage_se']:.3f} "
                 f"[{a['coverage_min_parameter']:.2f}-{a['coverage_max_parameter']:.2f}] | {n['coverage']:.3f} ± "
                 f"{n['coverage_se']:.3f} [{n['coverage_min_parameter']:.2f}-{n['coverage_max_parameter']:.2f}] | "
                 f"{a['mean_width']:.3f} | {n['mean_width']:.3f} |")
-    lines += ["", "Linear regression with an unknown scale: no noisy-statistics path yet (issue 12, item 4); not measured.", ""]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -143,16 +204,38 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    ap.add_argument("--epsilons", nargs="*", type=float, default=list(EPSILONS))
+    ap.add_argument("--part", default=None, help="write calibration_PART.json only (join with --merge)")
+    ap.add_argument("--merge", action="store_true", help="join the calibration_*.json parts in --out")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    results = run(args.datasets, args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"datasets": args.datasets, "seed": args.seed, "epsilons": list(EPSILONS), "level": LEVEL, "draws": DRAWS,
-            "seconds": time.perf_counter() - t0, "pymc_dp": pymc_dp.__version__}
-    (out / "calibration.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
-    (out / "calibration.md").write_text(markdown(results, args.datasets))
+    if args.merge:
+        results, meta = {}, None
+        for part in sorted(out.glob("calibration_*.json")):
+            got = json.loads(part.read_text())
+            meta = meta or got["meta"]
+            for model_name, rows in got["results"].items():
+                results.setdefault(model_name, {}).update(rows)
+        order = {m: {e: results[m][e] for e in sorted(results[m], key=float)} for m in MODELS if m in results}
+        (out / "calibration.json").write_text(json.dumps({"meta": meta, "results": order}, indent=1))
+        (out / "calibration.md").write_text(markdown(order, meta["datasets"]))
+        print(markdown(order, meta["datasets"]))
+        return
+    t0 = time.perf_counter()
+    name = f"calibration_{args.part}.json" if args.part else "calibration.json"
+
+    def write(results):
+        meta = {"datasets": args.datasets, "seed": args.seed, "epsilons": list(args.epsilons), "level": LEVEL, "draws": DRAWS,
+                "mcmc": MCMC, "seconds": time.perf_counter() - t0, "pymc_dp": pymc_dp.__version__}
+        (out / name).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+
+    results = run(args.datasets, args.seed, args.models, tuple(args.epsilons), checkpoint=write)
+    write(results)
+    if not args.part:
+        (out / "calibration.md").write_text(markdown(results, args.datasets))
     print(markdown(results, args.datasets))
 
 

@@ -77,7 +77,9 @@ def main():
             gaps, ratios = {k: [] for k in names}, {k: [] for k in names}
             for r in range(REPEATS):
                 mech = pymc_dp.noisy_statistics(build()[0], epsilon=eps, data=domains, ledger=None)
-                got = summary(mech.sample(random_seed=r, **{k: v for k, v in SAMPLE.items()}).posterior, names)
+                # a discrete network gets NoisyCounts: exact iid draws, no MCMC keywords
+                kw = SAMPLE if isinstance(mech, pymc_dp.NoisyStatistics) else {"draws": SAMPLE["draws"] * SAMPLE["chains"]}
+                got = summary(mech.sample(random_seed=r, **kw).posterior, names)
                 for k in names:
                     gaps[k].append(abs(got[k][0] - ref[k][0]) / ref[k][1])
                     ratios[k].append(got[k][1] / ref[k][1])

@@ -528,7 +528,7 @@ class NoisyCounts(_Updates):
             self._posterior_cache = _ExactPosterior(self.net, self.blocks, noisy, self.noise_scale, self.n)
         return self._posterior_cache
 
-    def sample(self, draws: int = 1000, *, random_seed: Any = None, chains: int | None = None) -> az.InferenceData:
+    def sample(self, draws: int = 1000, *, random_seed: Any = None, chains: int | None = None, **mcmc: Any) -> az.InferenceData:
         """Release the noisy counts (charging ``epsilon`` at the first call only), then make
         ``draws`` iid draws from the exact posterior given them.
 
@@ -547,6 +547,11 @@ class NoisyCounts(_Updates):
             A ``posterior`` group and ``attrs["pymc_dp"]`` (public facts: the noisy counts, their
             noise and sensitivity, the law used, the ledger).
         """
+        if mcmc:
+            raise TypeError(
+                f"NoisyCounts.sample draws iid from the exact posterior (no MCMC): {sorted(mcmc)} do not apply. "
+                "Pass draws=, chains= and random_seed= only."
+            )
         if isinstance(draws, bool) or not isinstance(draws, numbers.Integral) or draws < 1:
             raise ValueError(f"draws={draws!r} must be an integer >= 1")
         rng = _exact_rng(random_seed)

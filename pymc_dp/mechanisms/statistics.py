@@ -32,10 +32,12 @@ variance instead: the release says which.
 
 Privacy map. Replacing one record changes ``sum_i t_j(x_i)`` by at most ``span_j``, the range of
 ``t_j`` over one record's domain (times the elements of a record, times the rows of a user for
-``unit=Users(m)``). Each of the ``d`` statistics a unit can change gets ``epsilon / d``
-(Laplace with scale ``span_j / (epsilon / d)``; OpenDP's own privacy map is checked per
-statistic), and basic composition gives ``epsilon`` for the release. ``delta > 0`` (Gaussian
-noise) is not implemented.
+``unit=Users(m)``): ``Delta_j``. The spans of different statistics are attained by different
+changes (``x`` from ``-a`` to ``a`` moves ``sum x`` by its span and ``sum x^2`` by nothing), so
+the release is calibrated to ``K``, a certified bound on ``sum_j |change_j| / Delta_j`` over one
+change (:mod:`pymc_dp.mechanisms.sensitivity`; ``K <= d``, the number of statistics, which
+basic composition would use): Laplace with scale ``Delta_j K / epsilon`` on each statistic
+gives ``epsilon``. ``delta > 0`` (Gaussian noise) is not implemented.
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ class Statistic:
     name: str
     integer: bool
     span: float  # range of t over one element's domain
+    #: t as a product of the record's coordinates: ``(i,)`` for x_i, ``(i, k)`` for x_i x_k
+    term: tuple[int, ...] = (0,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,7 +199,7 @@ def _normal(op, factor, container, params, domain):
     free_scale = _reads_free_rv(sigma)
     stats = [Statistic(f"sum({container})", False, domain.hi - domain.lo)]
     if free_scale:
-        stats.append(Statistic(f"sum({container}^2)", False, _square_span(domain.lo, domain.hi)))
+        stats.append(Statistic(f"sum({container}^2)", False, _square_span(domain.lo, domain.hi), (0, 0)))
 
     def summarise(x):
         x = np.asarray(x, float)
@@ -237,6 +241,11 @@ class _Factor:
     params: tuple
     family: FamilyStatistics
     elements: int  # elements of one record
+    covariates: tuple[str, ...] = ()  # other private containers the factor reads (a regression)
+
+
+class ReadsPrivateCovariates(UnsupportedFactorError):
+    """A factor's parameter reads private data: not an iid family (perhaps a regression)."""
 
 
 def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Factor]:
@@ -266,10 +275,9 @@ def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Facto
         for p in params:
             hit = private_ancestors(p, private)
             if hit:
-                raise UnsupportedFactorError(
+                raise ReadsPrivateCovariates(
                     f"factor {rv.name!r}: a parameter reads the private data {sorted(set(hit))} (a regression "
-                    "on private covariates). Noisy sufficient statistics for regressions are not implemented; "
-                    "use pymc_dp.make_private."
+                    "on private covariates), which the iid families do not cover."
                 )
             if p.type.ndim and not all(p.type.broadcastable):
                 raise UnsupportedFactorError(
@@ -386,11 +394,15 @@ class NoisyStatistics(Mechanism):
        ``m`` rows). Statistic ``j`` is ``sum_i t_j(x_i)``; replacing one record's value ``x``
        by ``x'`` (both in the domain) changes it by ``|t_j(x) - t_j(x')| <= span_j`` times the
        elements of a record (``span_j`` = the range of ``t_j`` on the domain), times ``m``.
-    2. Statistic ``j`` receives Laplace noise of scale ``Delta_j / (epsilon / d)`` (OpenDP:
-       discrete Laplace for integer sums, floating-point-safe Laplace otherwise), which is
-       ``epsilon / d``-DP (OpenDP's privacy map is evaluated and checked).
-    3. Basic composition over the ``d`` changed statistics: ``epsilon``. Unchanged statistics
-       cost nothing (their outputs have the same law on both datasets).
+    2. Jointly, ``sum_j |change_j| / Delta_j <= K`` over one unit's change, ``K`` certified by
+       interval branch and bound (:func:`~pymc_dp.mechanisms.sensitivity.joint_bound`; the
+       containers' statistics read disjoint coordinates, so their bounds add, and one
+       container's is the attribute unit's). ``K <= d``.
+    3. Statistic ``j`` receives Laplace noise of scale ``b_j = Delta_j K / epsilon`` (OpenDP:
+       discrete Laplace for integer sums, floating-point-safe Laplace otherwise; OpenDP's map
+       is checked on the vector of statistics over their ``Delta_j``, of L1 sensitivity ``K``).
+       The log-density ratio of the release on neighbours is at most
+       ``sum_j |change_j| / b_j <= epsilon``. Unchanged statistics cost nothing.
     4. The model, the priors, ``n`` (public under replacement), the domains and the noise scales
        are public; the posterior given the noisy statistics uses nothing else.
     """
@@ -434,8 +446,8 @@ class NoisyStatistics(Mechanism):
         # the containers in the model are validated too (a stand-in must lie in the domain)
         self.domains, self.public = PrivateModel._check_containers(model, data, public)
         self._values = {k: (values[k] if k in values else np.asarray(in_model[k].get_value())) for k in self.domains}
-        self.factors = _read_factors(model, self.domains)
-        self.reads = tuple(f.container for f in self.factors)
+        self.factors = self._read(model, self.domains)
+        self.reads = tuple(sorted({c for f in self.factors for c in (f.container, *f.covariates)}))
         self.rows = {k: _check_values(k, v, self.domains[k]) for k, v in self._values.items()}
         if len(set(self.rows.values())) > 1 and describe_unit(unit)["kind"] != "attribute":
             raise DomainError(f"the private containers have different numbers of rows {self.rows}; a record is one row of each.")
@@ -450,31 +462,59 @@ class NoisyStatistics(Mechanism):
         self.last_release: az.InferenceData | None = None
         self.laws: dict[str, str] = {}
 
+    def _read(self, model: pm.Model, domains: Mapping[str, Domain]) -> list[_Factor]:
+        """The factors whose statistics are released (a subclass reads other structures)."""
+        return _read_factors(model, domains)
+
+    def _statistic_reads(self) -> dict[str, frozenset]:
+        """Each statistic's name -> the private containers it reads."""
+        return {s.name: frozenset({f.container}) for f in self.factors for s in f.family.statistics}
+
+    def _joint(self, kind: str) -> tuple[float, float, int]:
+        """``(K, attained, d)``: a certified bound ``K`` on ``sup sum_j |Delta t_j| / span_j``
+        over one unit's change (:func:`~pymc_dp.mechanisms.sensitivity.joint_bound`), the value a
+        change attains, and the number ``d`` of statistics it can move (``K <= d``)."""
+        from pymc_dp.mechanisms.sensitivity import joint_bound
+
+        per = {}
+        for f in self.factors:
+            st = f.family.statistics
+            if len(st) == 1:
+                per[f.container] = (1.0, 1.0, 1)
+                continue
+            dom = self.domains[f.container]
+            up, low = joint_bound([s.term for s in st], [s.span for s in st], [dom.lo], [dom.hi])
+            per[f.container] = (up, low, len(st))
+        if kind == "attribute":  # the containers' statistics are disjoint: the worst container
+            return max(per.values())
+        return tuple(sum(v[i] for v in per.values()) for i in range(3))  # disjoint coordinates add
+
     # ------------------------------------------------------------------ calibration
     def _calibrate(self):
         kind = describe_unit(self.unit)["kind"]
         m = self.rows_per_unit
-        per_container = {f.container: len(f.family.statistics) for f in self.factors}
-        d = max(per_container.values()) if kind == "attribute" else sum(per_container.values())
-        eps_each = self.epsilon / d
+        K, attained, d = self._joint(kind)
         stats, sens, scales = [], {}, {}
         for f in self.factors:
             for s in f.family.statistics:
                 delta_j = s.span * f.elements * m
                 stats.append((f, s))
                 sens[s.name] = delta_j
-                scales[s.name] = delta_j / eps_each
-                if s.integer:
-                    discrete_laplace(np.zeros(0, np.int64), scales[s.name], sensitivity=delta_j, epsilon=eps_each)
-                else:
-                    continuous_laplace(np.zeros(0), scales[s.name], sensitivity=delta_j, epsilon=eps_each)
+                scales[s.name] = delta_j * K / self.epsilon
+                if s.integer:  # one statistic per count factor: its own map is the release's
+                    discrete_laplace(np.zeros(0, np.int64), scales[s.name], sensitivity=delta_j, epsilon=self.epsilon / K)
+        # the release as one vector of the statistics over their sensitivities: L1 change <= K
+        continuous_laplace(np.zeros(0), K / self.epsilon, sensitivity=K, epsilon=self.epsilon)
         unit_text = {"record": "one record changes every statistic", "attribute": "one container's value changes its own statistics"}
         derivation = (
-            f"{unit_text.get(kind, f'a user of up to {m} rows changes every statistic')}: d = {d} statistic(s), "
-            f"each epsilon / d = {eps_each:.6g}; statistic j changes by at most span_j x elements per record"
-            + (f" x {m} rows" if m > 1 else "")
+            f"{unit_text.get(kind, f'a user of up to {m} rows changes every statistic')}; statistic j changes by at "
+            "most Delta_j = span_j x elements per record" + (f" x {m} rows" if m > 1 else "")
             + ": " + ", ".join(f"{k}: {v:g}" for k, v in sens.items())
+            + f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval branch "
+            f"and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
+            f"{d}), so Laplace scales b_j = Delta_j K / epsilon give epsilon"
         )
+        self.joint = {"K": K, "attained": attained, "d": d}
         return stats, sens, scales, derivation
 
     # ------------------------------------------------------------------ ledger
@@ -585,7 +625,7 @@ class NoisyStatistics(Mechanism):
             "domains": {k: d.to_dict() for k, d in self.domains.items()},
             "public": list(self.public),
             "rows": dict(self.rows),
-            "sensitivity": {"l1": len(self.statistics), "derivation": self.derivation, "per_statistic": dict(self.sensitivity)},
+            "sensitivity": {"l1": self.joint["K"], "derivation": self.derivation, "per_statistic": dict(self.sensitivity)},
             "noise": {
                 "distribution": "Laplace per statistic (discrete for integer sums)",
                 "sampler": "OpenDP make_laplace (OS CSPRNG, not seedable)",
@@ -677,20 +717,26 @@ def noisy_statistics(
         the exact posterior given them, iid draws); :class:`NoisyStatistics` otherwise (the
         families above, posterior by ``pm.sample``). Call ``sample`` to release.
     """
+    model = build_model(model)
+    kwargs = dict(epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
     if delta == 0.0:
         from pymc_dp.mechanisms.counts import NoisyCounts
 
-        model = build_model(model)
         try:  # a discrete network with Beta / Dirichlet priors: exact posterior, iid draws
-            return NoisyCounts(model, epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
+            return NoisyCounts(model, **kwargs)
         except (UnsupportedFactorError, DomainError):
-            pass  # not such a network: the families' path below says what it needs
+            pass  # not such a network: the paths below say what they need
         except NotImplementedError as not_here:
             try:
-                return NoisyStatistics(model, epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
+                return NoisyStatistics(model, **kwargs)
             except (UnsupportedFactorError, DomainError):
                 raise not_here from None
-    return NoisyStatistics(model, epsilon=epsilon, data=data, delta=delta, unit=unit, public=public, values=values, ledger=ledger)
+    try:
+        return NoisyStatistics(model, delta=delta, **kwargs)
+    except ReadsPrivateCovariates:  # a Normal regression on private covariates?
+        from pymc_dp.mechanisms.regression import NoisyRegression
+
+        return NoisyRegression(model, delta=delta, **kwargs)
 
 
 # =========================================================================== choosing a path
@@ -752,6 +798,8 @@ def recommend(
         )
     if not isinstance(mech, NoisyStatistics):  # a discrete network: noisy counts, exact posterior
         return _recommend_counts(mech, epsilon, random_seed)
+    if hasattr(mech, "regression"):  # the covariates are private: no prior predictive of them
+        return _recommend_regression(mech, epsilon)
     inflation = {}
     prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
                                        var_names=[f.name for f in mech.factors])
@@ -796,5 +844,23 @@ def _recommend_counts(mech, epsilon: float, random_seed: int) -> Recommendation:
         "Dirichlet-Categorical or naive Bayes): its counts are released once and the exact posterior given "
         "them is calibrated, with iid draws; the Laplace noise inflates the counts' sampling variance by at "
         f"most {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g}"
+    )
+    return Recommendation("noisy_statistics", reason, inflation)
+
+
+def _recommend_regression(mech, epsilon: float) -> Recommendation:
+    """A regression's advice from public facts only. The prior predictive would read the private
+    covariates, so the per-record variance of each statistic's term is bounded by ``(span/2)^2``
+    instead: the inflation ``1 + 2 b^2 / (n Var)`` is then a lower bound."""
+    n = mech.rows[mech.regression.y]
+    inflation = {}
+    for _, s in mech.statistics:
+        b = mech.noise_scales[s.name]
+        inflation[s.name] = 1.0 + 2.0 * b * b / (n * (s.span / 2.0) ** 2)
+    reason = (
+        "the private data enter a Normal regression through Z'Z, Z'y and y'y: they are released once and the "
+        "noise-aware posterior given them is calibrated; the Laplace noise inflates those statistics' sampling "
+        f"variance by at least {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g} (a lower bound: "
+        "the covariates are private, so their spread is bounded by the domains, not simulated)"
     )
     return Recommendation("noisy_statistics", reason, inflation)

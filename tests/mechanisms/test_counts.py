@@ -271,3 +271,5 @@ def test_routing_and_refusals():
     assert rec.path == "make_private" and "deeper" in rec.reason
     with pytest.raises(ValueError, match="draws"):
         pymc_dp.noisy_statistics(coin()[0], epsilon=1.0, data=coin()[1], ledger=None).sample(0)
+    with pytest.raises(TypeError, match="no MCMC.*tune"):
+        pymc_dp.noisy_statistics(coin()[0], epsilon=1.0, data=coin()[1], ledger=None).sample(10, tune=100)

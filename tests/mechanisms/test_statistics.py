@@ -92,9 +92,15 @@ def test_sensitivity_is_attained_by_neighbours(build, domain, expected):
     assert set(base) == set(expected)
     for k, v in expected.items():
         assert worst[k] == pytest.approx(v, rel=1e-9)  # attained: the sensitivity is tight
-    # epsilon / d per statistic, composed to epsilon
-    d = len(expected)
-    assert mech.noise_scales == {k: v * d / 1.0 for k, v in expected.items()}
+    # the joint bound K: sum_j |change_j| / Delta_j over one change, by brute force on the grid
+    if len(expected) == 1:
+        K = 1.0
+    else:
+        spans = np.array(list(expected.values()))
+        t = np.stack([grid, grid**2], axis=1)
+        K = np.max(np.abs(t[:, None, :] - t[None, :, :]) @ (1 / spans))
+    assert mech.joint["attained"] <= K + 1e-9 <= mech.joint["K"] + 1e-9 <= 1.01 * K + 1e-9
+    assert mech.noise_scales == {k: v * mech.joint["K"] / 1.0 for k, v in expected.items()}
 
 
 def test_units_scale_the_sensitivity():
@@ -224,14 +230,16 @@ def test_dask_array_is_summed_block_by_block():
 
 
 # --------------------------------------------------------------------------- refusals
-def test_refuses_a_regression_on_private_covariates():
+def test_refuses_a_logistic_regression_on_private_covariates():
+    """A Normal regression on private covariates has its own path (test_regression.py); a
+    Bernoulli one has none."""
     with pm.Model() as model:
         xd = pm.Data("x", np.linspace(0, 1, 10))
-        yd = pm.Data("y", np.linspace(0, 1, 10))
+        yd = pm.Data("y", np.arange(10) % 2)
         w = pm.Normal("w")
-        pm.Normal("lik", w * xd, 1.0, observed=yd)
-    with pytest.raises(UnsupportedFactorError, match="'lik'.*private data.*make_private"):
-        pymc_dp.noisy_statistics(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Interval(0, 1)}, ledger=None)
+        pm.Bernoulli("lik", logit_p=w * xd, observed=yd)
+    with pytest.raises(UnsupportedFactorError, match="'lik'.*Normal likelihood.*make_private"):
+        pymc_dp.noisy_statistics(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()}, ledger=None)
 
 
 def test_refuses_an_unsupported_family_and_delta():
@@ -266,8 +274,8 @@ def test_recommend_reads_public_facts_only():
 def test_recommend_falls_back_to_posterior_sampling_with_the_reason():
     with pm.Model() as model:
         xd = pm.Data("x", np.linspace(0, 1, 10))
-        yd = pm.Data("y", np.linspace(0, 1, 10))
+        yd = pm.Data("y", np.arange(10) % 2)
         w = pm.Normal("w")
-        pm.Normal("lik", w * xd, 1.0, observed=yd)
-    rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Interval(0, 1)})
+        pm.Bernoulli("lik", logit_p=w * xd, observed=yd)
+    rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()})
     assert rec.path == "make_private" and "'lik'" in rec.reason and rec.variance_inflation == {}

@@ -1,0 +1,374 @@
+"""Noisy sufficient statistics of a linear regression, and the noise-aware posterior.
+
+The noisy-statistics path (:func:`pymc_dp.noisy_statistics`) for a Normal likelihood whose mean
+is a linear predictor of private covariates, as PyMC users write it::
+
+    pm.Normal("y_obs", mu=alpha + X @ beta, sigma=sigma, observed=y)       # or b1 * x1 + b2 * x2
+
+With ``z = (1, x)`` the design row (the ``1`` when the predictor has an offset), the posterior
+depends on the data only through ``ZᵀZ``, ``Zᵀy`` and ``yᵀy``. They are released **once** with
+Laplace noise (sensitivities from the domains, ``epsilon / d`` per statistic), and the posterior
+is computed by ``pm.sample`` with the noise in the model (Bernstein & Sheldon, NeurIPS 2019):
+
+* the latent design statistics ``ZᵀZ = n [[1, mᵀ], [m, L Lᵀ + m mᵀ]]`` -- ``m`` the covariates'
+  mean over the records, ``L`` the Cholesky factor of their covariance -- with a weak public
+  prior (``m`` uniform on the coordinate ranges of the domain, LKJ(1) correlations, half-normal
+  scales of half the ranges); the noisy ``ZᵀZ`` entries are observed around them;
+* given ``ZᵀZ``, **exactly** (Cochran): ``y = Z w + e``, ``e ~ N(0, sigma² I)``, so
+  ``Zᵀy = ZᵀZ w + sigma L_Z u`` and ``yᵀy = wᵀZᵀZ w + 2 sigma wᵀ L_Z u + sigma² (uᵀu + q)``,
+  with ``L_Z`` the Cholesky factor of ``ZᵀZ``, ``u ~ N(0, I_D)`` and ``q ~ chi²(n - D)``
+  independent (``uᵀu`` is ``eᵀPe / sigma²`` for the projection ``P`` on the columns of ``Z``, and
+  ``q`` is ``eᵀ(I - P)e / sigma²``). The model holds ``RSS = sigma² q`` itself, a
+  ``Gamma((n - D)/2, rate 1/(2 sigma²))``: the noisy ``yᵀy`` pins it down, and ``sigma`` is then
+  read from it without the ridge that ``sigma² q`` would make.
+
+Privacy map: each released statistic ``sum_i t_j(z_i, y_i)`` changes by at most ``span_j``, the
+range of ``t_j`` over one record's domain (:func:`_spans`, checked by enumeration in the tests),
+and gets Laplace noise of scale ``span_j K / epsilon``, where ``K`` bounds
+``sum_j |change of t_j| / span_j`` over one record's change
+(:func:`pymc_dp.mechanisms.sensitivity.joint_bound`, certified; at most the ``d`` of basic
+composition): the release is ``epsilon``-DP.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+from pytensor.tensor.random.basic import NormalRV
+
+from pymc_dp.domains import Ball, Box, Domain, Interval
+from pymc_dp.exceptions import DomainError, UnsupportedFactorError
+from pymc_dp.mechanisms.statistics import (
+    CHUNK_ROWS,
+    FamilyStatistics,
+    NoisyStatistics,
+    Statistic,
+    _Factor,
+    _is_dask,
+    _reads_free_rv,
+    _square_span,
+)
+from pymc_dp.units import describe_unit
+
+__all__ = ["NoisyRegression"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Feature:
+    """One covariate: column ``column`` of ``container`` (``-1``: a vector container)."""
+
+    container: str
+    column: int
+    lo: float
+    hi: float
+    ball: float | None  # the radius when the container's rows lie in a Ball
+
+    @property
+    def label(self) -> str:
+        return self.container if self.column < 0 else f"{self.container}[{self.column}]"
+
+
+def _coordinate_range(domain: Domain, name: str, column: int, width: int) -> tuple[float, float, float | None]:
+    if isinstance(domain, Ball):
+        return -domain.radius, domain.radius, domain.radius
+    if isinstance(domain, Box):
+        lo, hi = np.broadcast_to(domain.lo, (width,)), np.broadcast_to(domain.hi, (width,))
+        return float(lo[column]), float(hi[column]), None
+    if isinstance(domain, Interval):
+        return float(domain.lo), float(domain.hi), None
+    raise DomainError(
+        f"the covariate container {name!r} is declared {domain}; a regression's covariates need Interval, Box or "
+        "Ball domains."
+    )
+
+
+def _product_span(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """The range of ``u v`` for ``u`` in ``a`` and ``v`` in ``b`` varying independently (corners)."""
+    corners = [x * y for x in a for y in b]
+    return max(corners) - min(corners)
+
+
+def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float], yname: str) -> list[tuple]:
+    """``(name, span, containers read, term)`` of every released statistic, in release order:
+    ``sum x_j`` (with an intercept), ``sum x_j x_k`` (``j <= k``), ``sum x_j y``, ``sum y`` (with an
+    intercept), ``sum y^2``.
+
+    Span of one record's term over its domain: ``x_j`` ranges over its coordinate interval (a
+    Ball of radius R: ``[-R, R]``); ``x_j^2`` over ``[min, max]`` of the square there (Ball:
+    ``[0, R^2]``); ``x_j x_k`` over the corner products when the two vary independently (other
+    containers, or a box), and over ``[-R^2/2, R^2/2]`` for two coordinates of one Ball row;
+    ``x_j y`` over the corner products (``y`` is another container). Every bound is attained.
+    """
+    out = []
+    F = len(features)  # the record's coordinates: the features, then the outcome at index F
+    if intercept:
+        for j, f in enumerate(features):
+            out.append((f"sum({f.label})", f.hi - f.lo, frozenset({f.container}), (j,)))
+    for j, k in itertools.combinations_with_replacement(range(F), 2):
+        a, b = features[j], features[k]
+        if j == k:
+            span = a.ball**2 if a.ball is not None else _square_span(a.lo, a.hi)
+            name = f"sum({a.label}^2)"
+        else:
+            same_ball = a.ball is not None and a.container == b.container
+            span = a.ball**2 if same_ball else _product_span((a.lo, a.hi), (b.lo, b.hi))
+            name = f"sum({a.label}*{b.label})"
+        out.append((name, span, frozenset({a.container, b.container}), (j, k)))
+    for j, f in enumerate(features):
+        out.append((f"sum({f.label}*{yname})", _product_span((f.lo, f.hi), y), frozenset({f.container, yname}), (j, F)))
+    if intercept:
+        out.append((f"sum({yname})", y[1] - y[0], frozenset({yname}), (F,)))
+    out.append((f"sum({yname}^2)", _square_span(*y), frozenset({yname}), (F, F)))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Regression:
+    factor: str
+    y: str
+    features: tuple[_Feature, ...]
+    intercept: bool
+    offset: Any  # the predictor's offset (a scalar expression) or None
+    coefs: tuple  # per linear term: (container, coefficient expression, record width)
+    sigma: Any
+    stats: tuple  # (name, span, containers, term)
+
+
+def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regression:
+    """The linear regression of ``model``, or a typed refusal naming the factor."""
+    from pymc_dp.factors import _strip_casts, private_ancestors
+    from pymc_dp.predictor import NotAPredictor, analyse
+
+    private = {v: v.name for v in model.data_vars if v.name in domains}
+    shapes = {v.name: tuple(np.shape(v.get_value())) for v in private}
+    factors = [rv for rv in model.observed_RVs
+               if private_ancestors(model.rvs_to_values[rv], private) or any(private_ancestors(p, private) for p in rv.owner.inputs)]
+    if len(factors) != 1:
+        raise UnsupportedFactorError(
+            f"noisy statistics of a regression need one factor reading the private data, found {[f.name for f in factors]}."
+        )
+    (rv,) = factors
+    if not isinstance(rv.owner.op, NormalRV):
+        raise UnsupportedFactorError(
+            f"factor {rv.name!r} ({type(rv.owner.op).__name__.removesuffix('RV')}) reads private covariates; noisy "
+            "sufficient statistics of a regression are implemented for a Normal likelihood. Use pymc_dp.make_private."
+        )
+    value = _strip_casts(model.rvs_to_values[rv])
+    if value not in private or len(shapes[value.name]) != 1:
+        raise UnsupportedFactorError(
+            f"factor {rv.name!r} must observe a private vector pm.Data container (one outcome per record) directly."
+        )
+    y = value.name
+    mu, sigma = rv.owner.op.dist_params(rv.owner)
+    if private_ancestors(sigma, private) or (sigma.type.ndim and not all(sigma.type.broadcastable)):
+        raise UnsupportedFactorError(f"factor {rv.name!r}: sigma must be one value for every record, reading no private data.")
+    try:
+        pred = analyse(mu, private, domains, {k: s[1:] for k, s in shapes.items()})
+    except NotAPredictor as err:
+        raise UnsupportedFactorError(f"factor {rv.name!r}: its mean is not a linear predictor of the covariates ({err}).") from None
+    if pred is None or pred.blocks or pred.ndim != 1 or pred.rax != 0 or not pred.linear:
+        raise UnsupportedFactorError(
+            f"factor {rv.name!r}: the mean must be offset + linear terms in private covariates (no tables indexed "
+            "by private labels, no products of covariates); noisy statistics of such predictors are not implemented."
+        )
+    if y in pred.containers:
+        raise UnsupportedFactorError(f"factor {rv.name!r} reads its own outcome {y!r} in its mean.")
+    offset = pred.offset
+    if offset is not None:
+        if private_ancestors(offset, private) or (offset.type.ndim and not all(offset.type.broadcastable)):
+            raise UnsupportedFactorError(
+                f"factor {rv.name!r}: the offset of its mean differs between records (public covariates are not "
+                "supported by noisy statistics: declare them private with a domain)."
+            )
+    if not isinstance(domains[y], Interval):
+        raise DomainError(f"the outcome {y!r} is declared {domains[y]}; declare Interval(lo, hi).")
+    features, coefs = [], []
+    for t in pred.linear:
+        if not t.coef.type.broadcastable[0]:
+            raise UnsupportedFactorError(
+                f"factor {rv.name!r}: the coefficients of {t.container!r} differ between records (or their shape "
+                "is not known statically); noisy statistics need one coefficient per covariate."
+            )
+        width = shapes[t.container][1] if t.rec_ndim else 1
+        if t.rec_ndim > 1 or len(shapes[t.container]) != 1 + t.rec_ndim:
+            raise UnsupportedFactorError(f"factor {rv.name!r}: covariate container {t.container!r} must be a vector or a matrix.")
+        for j in range(width):
+            lo, hi, ball = _coordinate_range(domains[t.container], t.container, j, width)
+            features.append(_Feature(t.container, j if t.rec_ndim else -1, lo, hi, ball))
+        coefs.append((t.container, t.coef, width))
+    unread = sorted(set(domains) - {y} - {f.container for f in features})
+    if unread:
+        raise UnsupportedFactorError(f"private container(s) {unread} are not read by the regression {rv.name!r}.")
+    for v in model.free_RVs + model.deterministics + model.potentials:
+        if private_ancestors(v, private):
+            raise UnsupportedFactorError(f"{v.name!r} reads the private data; only the regression's factor may read it.")
+    intercept = offset is not None
+    stats = tuple(_spans(features, intercept, (domains[y].lo, domains[y].hi), y))
+    return _Regression(rv.name, y, tuple(features), intercept, offset, tuple(coefs), sigma, stats)
+
+
+def _design(features: Sequence[_Feature], arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+    cols = []
+    for f in features:
+        a = np.asarray(arrays[f.container], float)
+        cols.append(a if f.column < 0 else a[:, f.column])
+    return np.stack(cols, axis=1)
+
+
+def regression_statistics(reg: _Regression, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The released statistics' true values on rows ``arrays`` (release order)."""
+    x = _design(reg.features, arrays)
+    y = np.asarray(arrays[reg.y], float)
+    F = x.shape[1]
+    out = []
+    if reg.intercept:
+        out += list(x.sum(axis=0))
+    xx = x.T @ x
+    out += [xx[j, k] for j, k in itertools.combinations_with_replacement(range(F), 2)]
+    out += list(x.T @ y)
+    if reg.intercept:
+        out.append(y.sum())
+    out.append(y @ y)
+    return np.asarray(out, float)
+
+
+class NoisyRegression(NoisyStatistics):
+    """Laplace-noised ``ZᵀZ, Zᵀy, yᵀy`` of a linear regression, released once, and the
+    noise-aware posterior (see :mod:`pymc_dp.mechanisms.regression`).
+
+    Built by :func:`pymc_dp.noisy_statistics` for a Normal likelihood whose mean is a linear
+    predictor of private covariates. :meth:`sample` charges ``epsilon`` at its first call and
+    draws with ``pm.sample`` (its keyword arguments pass through); later calls are free.
+
+    Privacy proof
+    -------------
+    1. Replacing one record changes statistic ``j`` by at most ``span_j`` (:func:`_spans`; every
+       bound is the range of the record's term over its domain), times ``m`` for ``Users(m)``.
+    2. Jointly, ``sum_j |change_j| / span_j <= K`` over one record's change (certified interval
+       branch and bound; ``"attribute"``: also at most the number of statistics reading the
+       container).
+    3. Laplace noise of scale ``span_j K / epsilon`` on statistic ``j``: the log-density ratio of
+       the release is at most ``sum_j |change_j| / b_j <= epsilon``. ``n``, the domains, the
+       priors and the scales are public; the posterior is post-processing.
+    """
+
+    algorithm = ("noise-aware inference on Laplace-noised sufficient statistics of a linear regression "
+                 "(Bernstein & Sheldon 2019)")
+
+    def _read(self, model, domains):
+        reg = read_regression(model, domains)
+        self.regression = reg
+        stats = tuple(Statistic(n, False, s, term) for n, s, _, term in reg.stats)
+        family = FamilyStatistics(reg.factor, reg.y, stats, None, None)
+        return [_Factor(reg.factor, reg.y, type(None), (), family, 1, tuple(sorted({f.container for f in reg.features})))]
+
+    def _statistic_reads(self) -> dict[str, frozenset]:
+        return {n: r for n, _, r, _ in self.regression.stats}
+
+    def _joint(self, kind: str) -> tuple[float, float, int]:
+        """The joint bound over one record's change (coordinates: the features, then the
+        outcome). One container's change moves fewer statistics and is no worse than a whole
+        record's, so ``"attribute"`` takes the smaller of ``K`` and its own count."""
+        from pymc_dp.mechanisms.sensitivity import joint_bound
+
+        reg = self.regression
+        lo = [f.lo for f in reg.features] + [self.domains[reg.y].lo]
+        hi = [f.hi for f in reg.features] + [self.domains[reg.y].hi]
+        balls: dict = {}
+        for j, f in enumerate(reg.features):
+            if f.ball is not None:
+                balls.setdefault(f.ball, []).append(j)
+        K, attained = joint_bound([t for *_, t in reg.stats], [sp for _, sp, _, _ in reg.stats], lo, hi, radius=balls)
+        d = len(reg.stats)
+        if kind == "attribute":
+            d = max(sum(c in r for _, _, r, _ in reg.stats) for c in self.reads)
+            return min(K, d), min(attained, d), d
+        return K, attained, d
+
+    def _true_statistics(self, values: Mapping[str, Any]) -> dict[str, float]:
+        reg = self.regression
+        names = [n for n, *_ in reg.stats]
+        containers = [reg.y] + sorted({f.container for f in reg.features})
+        if any(_is_dask(values[c]) for c in containers):
+            raise NotImplementedError(
+                "values= with Dask collections is not implemented for a regression (its rows span several "
+                "containers); pass NumPy arrays, which are summed in chunks of rows."
+            )
+        arrays = {c: np.asarray(values[c]) for c in containers}
+        n = len(arrays[reg.y])
+        total = np.zeros(len(names))
+        for start in range(0, n, CHUNK_ROWS):
+            total += regression_statistics(reg, {c: a[start : start + CHUNK_ROWS] for c, a in arrays.items()})
+        return dict(zip(names, total.tolist()))
+
+    def noise_aware_model(self) -> pm.Model:
+        released = self.release_statistics()
+        from pymc.model.fgraph import clone_model
+
+        reg = self.regression
+        new = clone_model(self._noise_free)
+        replace = {old: new[var.name] for old, var in self._replace.items()}
+        n = self.rows[reg.y]
+        F = len(reg.features)
+        D = F + int(reg.intercept)
+        if n <= D:
+            raise UnsupportedFactorError(f"factor {reg.factor!r}: the noise-aware law needs more records ({n}) than design columns ({D}).")
+        prefix = f"_nss_{reg.y}_"
+        with new:
+            parts = graph_replace([c for _, c, _ in reg.coefs] + ([reg.offset] if reg.intercept else []) + [reg.sigma], replace, strict=False)
+            coefs, rest = parts[: len(reg.coefs)], parts[len(reg.coefs):]
+            w = [pt.reshape(c, (width,)) for c, (_, _, width) in zip(coefs, reg.coefs)]
+            sigma = pt.reshape(rest[-1], ())
+            if reg.intercept:
+                w = [pt.reshape(rest[0], (1,))] + w
+            w = pt.concatenate(w)
+            lo = np.array([f.lo for f in reg.features])
+            hi = np.array([f.hi for f in reg.features])
+            # the covariates' mean and covariance over the records: latent, weak public prior
+            mean = pm.Uniform(f"{prefix}x_mean", lo, hi, shape=F)
+            if F == 1:
+                chol = pt.reshape(pm.HalfNormal(f"{prefix}x_sd", (hi - lo)[0] / 2), (1, 1))
+            else:
+                chol, _, _ = pm.LKJCholeskyCov(f"{prefix}x_cov", n=F, eta=1.0,
+                                               sd_dist=pm.HalfNormal.dist((hi - lo) / 2, shape=F), compute_corr=True)
+            if reg.intercept:
+                top = pt.concatenate([pt.ones((1, 1)), pt.zeros((1, F))], axis=1)
+                low = pt.concatenate([mean[:, None], chol], axis=1)
+                L = math.sqrt(n) * pt.concatenate([top, low], axis=0)
+            else:
+                L = pt.linalg.cholesky(n * (pt.outer(mean, mean) + chol @ chol.T))
+            S = L @ L.T
+            u = pm.Normal(f"{prefix}u", 0.0, 1.0, shape=D)
+            # the residual sum of squares sigma^2 chi2(n - D), centred: the noisy y'y pins it down
+            rss = pm.Gamma(f"{prefix}rss", alpha=(n - D) / 2.0, beta=1.0 / (2.0 * sigma**2))
+            Lu = L @ u
+            Szy = S @ w + sigma * Lu
+            Syy = w @ S @ w + 2.0 * sigma * (w @ Lu) + sigma**2 * (u @ u) + rss
+            latent = []
+            off = int(reg.intercept)
+            if reg.intercept:
+                latent += [S[0, 1 + j] for j in range(F)]
+            latent += [S[off + j, off + k] for j, k in itertools.combinations_with_replacement(range(F), 2)]
+            latent += [Szy[off + j] for j in range(F)]
+            if reg.intercept:
+                latent.append(Szy[0])
+            latent.append(Syy)
+            names = [n_ for n_, *_ in reg.stats]
+            # the released numbers as data: a release of the same shapes compiles to the same graph
+            # (PyTensor's cache), and they stay visible as what the posterior conditions on
+            noisy = pm.Data(f"{prefix}released", np.array([released[k] for k in names]))
+            pm.Laplace(f"{prefix}noisy", mu=pt.stack(latent), b=np.array([self.noise_scales[k] for k in names]),
+                       observed=noisy)
+        self.laws = {reg.factor: (
+            "latent design statistics Z'Z = n [[1, m'], [m, L L' + m m']] (m ~ Uniform on the coordinate ranges, "
+            "L ~ LKJ(1) correlations with half-normal scales of half the ranges); given Z'Z, exactly: Z'y = Z'Z w + "
+            "sigma L_Z u, y'y = w'Z'Z w + 2 sigma w'L_Z u + sigma^2 u'u + RSS, u ~ N(0, I), RSS ~ sigma^2 chi2(n - D) "
+            "independent (Cochran)")}
+        return new

@@ -1,0 +1,218 @@
+"""Noisy sufficient statistics of a linear regression (pymc_dp.mechanisms.regression).
+
+Checked against exact computations: every statistic's span against the range of its term over
+a grid of one record's domain (Box, Ball, Interval columns); the law of ``(Z'y, y'y)`` given
+``Z'Z`` against direct simulation, and the noise-aware graph against the hand-computed
+representation with every latent fixed; the units; the statistical audit, which catches a
+halved noise scale; the refusals.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+import pymc_dp
+from pymc_dp.exceptions import UnsupportedFactorError
+from pymc_dp.mechanisms.noise import continuous_laplace
+from pymc_dp.mechanisms.regression import NoisyRegression, read_regression, regression_statistics
+
+
+def regression(n=40, seed=0, intercept=True, columns=False, sigma_free=True):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform([-1, -0.5], [1, 1], (n, 2))
+    y = np.clip(0.2 + X @ np.array([0.5, -0.3]) + rng.normal(0, 0.3, n), -2, 2)
+    with pm.Model() as model:
+        yd = pm.Data("y", y)
+        beta = pm.Normal("beta", 0, 1, shape=2)
+        sigma = pm.HalfNormal("sigma", 1) if sigma_free else 0.3
+        if columns:  # the gallery's column-wise form: b1 * x1 + b2 * x2
+            x1, x2 = pm.Data("x1", X[:, 0]), pm.Data("x2", X[:, 1])
+            mu = beta[0] * x1 + beta[1] * x2
+        else:
+            Xd = pm.Data("X", X)
+            mu = Xd @ beta
+        if intercept:
+            mu = pm.Normal("alpha", 0, 1) + mu
+        pm.Normal("lik", mu, sigma, observed=yd)
+    if columns:
+        return model, {"x1": pymc_dp.Interval(-1, 1), "x2": pymc_dp.Interval(-0.5, 1), "y": pymc_dp.Interval(-2, 2)}
+    return model, {"X": pymc_dp.Box([-1, -0.5], [1, 1]), "y": pymc_dp.Interval(-2, 2)}
+
+
+# --------------------------------------------------------------------------- sensitivities
+@pytest.mark.parametrize("columns", [False, True])
+def test_spans_are_the_ranges_over_one_record(columns):
+    model, domains = regression(columns=columns)
+    reg = read_regression(model, domains)
+    grid_x1, grid_x2, grid_y = np.linspace(-1, 1, 21), np.linspace(-0.5, 1, 16), np.linspace(-2, 2, 21)
+    rows = np.array(list(itertools.product(grid_x1, grid_x2, grid_y)))
+    if columns:
+        arrays = {"x1": rows[:, 0], "x2": rows[:, 1], "y": rows[:, 2]}
+    else:
+        arrays = {"X": rows[:, :2], "y": rows[:, 2]}
+    # one record at a time: the statistics of a single row
+    per_row = np.stack([regression_statistics(reg, {k: v[i : i + 1] for k, v in arrays.items()}) for i in range(len(rows))])
+    for (name, span, _, _), col in zip(reg.stats, per_row.T):
+        assert np.ptp(col) == pytest.approx(span, rel=1e-12), name
+
+
+def test_spans_on_a_ball():
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", rng.normal(0, 0.3, (20, 2))), pm.Data("y", rng.uniform(-1, 1, 20))
+        pm.Normal("lik", pm.Normal("a") + Xd @ pm.Normal("b", shape=2), 1.0, observed=yd)
+    reg = read_regression(model, {"X": pymc_dp.Ball(2.0), "y": pymc_dp.Interval(-1, 1)})
+    r, t = np.linspace(0, 2, 41), np.linspace(0, 2 * np.pi, 721)
+    pts = np.array([(a * math.cos(b), a * math.sin(b)) for a in r for b in t])
+    ys = np.array([-1.0, 0.0, 1.0])
+    rows = np.array([(*p, v) for p in pts for v in ys])
+    per_row = np.stack([regression_statistics(reg, {"X": rows[i : i + 1, :2], "y": rows[i : i + 1, 2]}) for i in range(0, len(rows), 7)])
+    for (name, span, _, _), col in zip(reg.stats, per_row.T):
+        assert np.ptp(col) == pytest.approx(span, rel=2e-3), name  # the grid comes within 0.2%
+        assert np.ptp(col) <= span + 1e-12, name  # and never beyond
+
+
+def test_units():
+    model, domains = regression()
+    rec = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=None)
+    assert isinstance(rec, NoisyRegression)
+    d = len(rec.statistics)  # 2 sums, 3 products, 2 cross products, sum y, sum y^2
+    assert d == 9 and rec.joint["d"] == 9
+    K = rec.joint["K"]
+    assert 6.0 < K < 6.5  # the joint bound, well below basic composition's 9
+    assert rec.noise_scales == {k: v * K for k, v in rec.sensitivity.items()}
+    att = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, unit="attribute", ledger=None)
+    # X is read by 7 statistics, y by 4: a container's change is no worse than a record's
+    assert att.noise_scales == {k: v * min(K, 7) for k, v in rec.sensitivity.items()}
+    users = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, unit=pymc_dp.Users(max_rows=4), ledger=None)
+    assert users.sensitivity == {k: 4 * v for k, v in rec.sensitivity.items()}
+
+
+# --------------------------------------------------------------------------- the law
+def test_law_given_the_design_by_simulation():
+    """Z'y = Z'Z w + sigma L u; y'y = w'Z'Zw + 2 sigma w'Lu + sigma^2 u'u + sigma^2 chi2(n - D)."""
+    rng = np.random.default_rng(3)
+    n, reps = 7, 200_000
+    Z = np.column_stack([np.ones(n), rng.uniform(-1, 1, (n, 2))])
+    w, sigma = np.array([0.3, -1.0, 0.6]), 0.8
+    S = Z.T @ Z
+    L = np.linalg.cholesky(S)
+    y = Z @ w + sigma * rng.normal(size=(reps, n))
+    szy, syy = y @ Z, np.sum(y**2, axis=1)
+    u = rng.normal(size=(reps, 3))
+    m_zy = S @ w + sigma * u @ L.T
+    m_yy = w @ S @ w + 2 * sigma * (u @ L.T) @ w + sigma**2 * np.sum(u**2, axis=1) + sigma**2 * rng.chisquare(n - 3, reps)
+    for j in range(3):
+        assert stats.ks_2samp(szy[:, j], m_zy[:, j]).pvalue > 1e-3
+    assert stats.ks_2samp(syy, m_yy).pvalue > 1e-3
+    assert abs(np.corrcoef(szy[:, 1], syy)[0, 1] - np.corrcoef(m_zy[:, 1], m_yy)[0, 1]) < 0.01
+
+
+def test_noise_aware_graph_maps_latents_to_the_statistics_exactly():
+    """With every latent fixed (pm.do), the mean of the noisy statistics is the hand-computed
+    (Z'Z entries, Z'y, y'y) of the representation."""
+    model, domains = regression(n=40)
+    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=None)
+    mech.released = {s.name: 0.0 for _, s in mech.statistics}  # as if released: the graph does not read them
+    noisy = mech.noise_aware_model()
+    n, m, L = 40, np.array([0.1, 0.2]), np.array([[0.5, 0.0], [-0.2, 0.4]])
+    w, sigma, u, rss = np.array([0.3, 0.5, -0.7]), 0.6, np.array([0.4, -1.1, 0.8]), 25.0
+    fixed = {"alpha": w[0], "beta": w[1:], "sigma": sigma, "_nss_y_x_mean": m,
+             "_nss_y_x_cov": L[np.tril_indices(2)], "_nss_y_u": u, "_nss_y_rss": rss}
+    do = pm.do(noisy, fixed)
+    got = do["_nss_y_noisy"].owner.op.dist_params(do["_nss_y_noisy"].owner)[0].eval()
+    S = n * np.block([[np.ones((1, 1)), m[None, :]], [m[:, None], L @ L.T + np.outer(m, m)]])
+    Lz = np.sqrt(n) * np.block([[np.ones((1, 1)), np.zeros((1, 2))], [m[:, None], L]])
+    np.testing.assert_allclose(Lz @ Lz.T, S)
+    szy = S @ w + sigma * Lz @ u
+    syy = w @ S @ w + 2 * sigma * w @ Lz @ u + sigma**2 * u @ u + rss
+    want = [S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2], szy[1], szy[2], szy[0], syy]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_posterior_is_near_the_data_at_moderate_epsilon():
+    model, domains = regression(n=2000, seed=1)
+    mech = pymc_dp.noisy_statistics(model, epsilon=20.0, data=domains, ledger=None)
+    aware = mech.sample(500, chains=2, tune=500, random_seed=1).posterior
+    with model:
+        plain = pm.sample(500, chains=2, tune=500, random_seed=1, progressbar=False, compute_convergence_checks=False).posterior
+    for name in ("alpha", "beta", "sigma"):
+        a, p = aware[name], plain[name]
+        gap = np.abs(a.mean(("chain", "draw")).values - p.mean(("chain", "draw")).values)
+        assert np.all(gap < 3 * a.std(("chain", "draw")).values), name  # within the noise-aware uncertainty
+        assert np.all(a.std(("chain", "draw")).values >= 0.8 * p.std(("chain", "draw")).values), name  # noise adds
+
+
+def test_release_holds_public_facts_and_column_predictors_work():
+    model, domains = regression(n=200, columns=True, intercept=False, sigma_free=False)
+    mech = pymc_dp.noisy_statistics(model, epsilon=5.0, data=domains, ledger=None)
+    assert [s.name for _, s in mech.statistics][:3] == ["sum(x1^2)", "sum(x1*x2)", "sum(x2^2)"]
+    idata = mech.sample(300, chains=1, tune=300, random_seed=0)
+    assert set(idata.posterior.data_vars) == {"beta"}
+    report = str(pymc_dp.report(idata))
+    assert "sum(x1*y)" in report and "Z'Z" in report
+
+
+class HalvedRegression(NoisyRegression):
+    def _noisy(self, true, runs=None):
+        out = {}
+        for _, s in self.statistics:
+            v = np.full(1 if runs is None else runs, true[s.name], dtype=float)
+            out[s.name] = continuous_laplace(v, self.noise_scales[s.name] / 2)
+        return out
+
+
+def test_statistical_audit_passes_and_the_bound_is_attained():
+    model, domains = regression(n=6)
+    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=None)
+    # a change of one record attains 98% of the certified joint bound: the claim is tight
+    assert mech.joint["attained"] >= 0.98 * mech.joint["K"]
+    res = pymc_dp.audit(mech, runs=20_000, confidence=0.999, random_seed=0, max_pairs=2000)
+    assert res.verdict == "pass", str(res)
+
+
+def one_covariate(n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    with pm.Model() as model:
+        xd, yd = pm.Data("x", rng.uniform(-1, 1, n)), pm.Data("y", rng.uniform(-1, 1, n))
+        pm.Normal("lik", pm.Normal("b") * xd, 0.3, observed=yd)
+    return model, {"x": pymc_dp.Interval(-1, 1), "y": pymc_dp.Interval(-1, 1)}
+
+
+@pytest.mark.slow
+def test_statistical_audit_catches_halved_noise():
+    """sum x^2, sum x y, sum y^2: K = 2.5 of d = 3; half the noise doubles the loss to 2."""
+    model, domains = one_covariate()
+    bad = HalvedRegression(model, epsilon=1.0, data=domains, ledger=None)
+    assert bad.joint["K"] == pytest.approx(2.5, rel=0.01)
+    res = pymc_dp.audit(bad, runs=100_000, confidence=0.999, random_seed=0, max_pairs=2000)
+    assert res.verdict == "fail", str(res)
+    assert res.measured > 1.2
+
+
+# --------------------------------------------------------------------------- refusals
+def test_refusals_name_the_factor():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (10, 2))
+    with pm.Model() as product:
+        Xd, yd = pm.Data("X", X), pm.Data("y", rng.uniform(-1, 1, 10))
+        pm.Normal("lik", pm.Normal("b") * Xd[:, 0] * Xd[:, 1], 1.0, observed=yd)
+    with pytest.raises(UnsupportedFactorError, match="'lik'"):
+        pymc_dp.noisy_statistics(product, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)}, ledger=None)
+    with pm.Model() as public_offset:
+        Xd, yd, zd = pm.Data("X", X), pm.Data("y", rng.uniform(-1, 1, 10)), pm.Data("z", rng.normal(size=10))
+        pm.Normal("lik", zd + Xd @ pm.Normal("b", shape=2), 1.0, observed=yd)
+    with pytest.raises(UnsupportedFactorError, match="'lik'.*offset.*differs between records"):
+        pymc_dp.noisy_statistics(public_offset, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)}, ledger=None)
+    model, domains = regression()
+    da = pytest.importorskip("dask.array")
+    values = {"X": da.from_array(np.asarray(model["X"].get_value()), chunks=10), "y": np.asarray(model["y"].get_value())}
+    with pytest.raises(NotImplementedError, match="Dask"):
+        pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, values=values, ledger=None)
