@@ -262,6 +262,14 @@ class NoisyRegression(NoisyStatistics):
     algorithm = ("noise-aware inference on Laplace-noised sufficient statistics of a linear regression "
                  "(Bernstein & Sheldon 2019)")
 
+    def __init__(self, model, **kwargs):
+        super().__init__(model, **kwargs)
+        if any(_is_dask(v) for v in self._values.values()):  # refuse before anything is charged
+            raise NotImplementedError(
+                "values= with Dask collections is not implemented for a regression (its rows span several "
+                "containers); pass NumPy arrays, which are summed in chunks of rows."
+            )
+
     def _read(self, model, domains):
         reg = read_regression(model, domains)
         self.regression = reg

@@ -210,7 +210,8 @@ def test_refusals_name_the_factor():
         Xd, yd, zd = pm.Data("X", X), pm.Data("y", rng.uniform(-1, 1, 10)), pm.Data("z", rng.normal(size=10))
         pm.Normal("lik", zd + Xd @ pm.Normal("b", shape=2), 1.0, observed=yd)
     with pytest.raises(UnsupportedFactorError, match="'lik'.*offset.*differs between records"):
-        pymc_dp.noisy_statistics(public_offset, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)}, ledger=None)
+        pymc_dp.noisy_statistics(public_offset, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)},
+                                 public=("z",), ledger=None)
     model, domains = regression()
     da = pytest.importorskip("dask.array")
     values = {"X": da.from_array(np.asarray(model["X"].get_value()), chunks=10), "y": np.asarray(model["y"].get_value())}
