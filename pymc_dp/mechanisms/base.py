@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-__all__ = ["Mechanism", "build_model"]
+__all__ = ["Mechanism", "build_model", "charge"]
 
 
 def build_model(model: Any):
@@ -40,6 +40,22 @@ def build_model(model: Any):
             raise TypeError(f"the model builder returned {type(built).__name__}, not a pm.Model")
         return built
     raise TypeError(f"expected a pm.Model or a zero-argument function returning one, got {type(model).__name__}")
+
+
+def charge(mech, **description: Any):
+    """The ledger charge of one release of ``mech`` (its ``epsilon`` on its ``dataset_id``), as a
+    context: the charge is reserved before the private data are read and refunded if the release
+    fails. A mechanism without a ledger (``ledger=None``) charges nothing."""
+    import contextlib
+
+    from pymc_dp.core import _versions
+    from pymc_dp.units import describe_unit
+
+    ledger = mech.ledger
+    if ledger is None:
+        return contextlib.nullcontext()
+    note = {"mechanism": mech.name, **description, "unit": describe_unit(mech.unit), "pymc_dp": _versions()["pymc_dp"]}
+    return ledger.spend(mech.dataset_id, mech.epsilon, mech.delta, description=note)
 
 
 class Mechanism(abc.ABC):

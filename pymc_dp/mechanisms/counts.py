@@ -43,7 +43,6 @@ that order. The sums are exact enumerations, limited by :data:`MAX_ENUMERATION`.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
 import json
@@ -59,8 +58,9 @@ from pymc_dp.core import _exact_rng, _versions, draws_dataset, ledger_state
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import DomainError
 from pymc_dp.ledger import Ledger
+from pymc_dp.mechanisms.base import charge
 from pymc_dp.mechanisms.bayesnet import BayesNet, Node
-from pymc_dp.mechanisms.noise import discrete_laplace
+from pymc_dp.mechanisms.noise import discrete_laplace, laplace_log_ratio
 from pymc_dp.mechanisms.statistics import CHUNK_ROWS, _is_dask
 from pymc_dp.mechanisms.updates import _chains, _Updates
 from pymc_dp.units import Users, describe_unit
@@ -510,10 +510,7 @@ class NoisyCounts(_Updates):
         """Charge ``epsilon`` and release the noisy counts (once; later calls return them)."""
         if self.released is not None:
             return dict(self.released)
-        ledger = self.ledger
-        note = {"mechanism": self.name, "unit": describe_unit(self.unit), "pymc_dp": _versions()["pymc_dp"]}
-        spending = ledger.spend(self.dataset_id, self.epsilon, 0.0, description=note) if ledger is not None else contextlib.nullcontext()
-        with spending:
+        with charge(self):
             noisy = self._noisy(self._counts(self._values or self._data()))
             self.released = {k: int(v) for k, v in zip(self.entry_names(), noisy)}
         return dict(self.released)
@@ -593,11 +590,7 @@ class NoisyCounts(_Updates):
     def audit_log_ratio(self, x, y):
         cx, cy, b = self._counts(x).astype(float), self._counts(y).astype(float), self.noise_scale
 
-        def log_ratio(z):
-            z = np.asarray(z, float)
-            return np.sum(np.abs(z - cy) - np.abs(z - cx), axis=-1) / b
-
-        return log_ratio
+        return laplace_log_ratio(cx, cy, b)
 
     def audit_score(self, x, y):
         return float(np.sum(np.abs(self._counts(x) - self._counts(y))))

@@ -98,3 +98,15 @@ def continuous_laplace(values, scale: float, *, sensitivity: float | None = None
     if arr.size == 0:
         return arr
     return np.asarray(meas(arr.reshape(-1).tolist()), dtype=float).reshape(arr.shape)
+
+
+def laplace_log_ratio(true_x, true_y, scale):
+    """``z -> ln p_x(z) - ln p_y(z)`` for Laplace noise of ``scale`` (a number or one per entry)
+    added to the vectors ``true_x`` and ``true_y``: the audits' Neyman-Pearson statistic."""
+    tx, ty, b = np.asarray(true_x, float), np.asarray(true_y, float), np.asarray(scale, float)
+
+    def log_ratio(z):
+        z = np.asarray(z, float)
+        return np.sum((np.abs(z - ty) - np.abs(z - tx)) / b, axis=-1)
+
+    return log_ratio

@@ -42,7 +42,6 @@ gives ``epsilon``. ``delta > 0`` (Gaussian noise) is not implemented.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
@@ -62,8 +61,8 @@ from pymc_dp.core import PrivateModel, _check_budget, _check_ledger, _versions, 
 from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend, fingerprint
-from pymc_dp.mechanisms.base import Mechanism, build_model
-from pymc_dp.mechanisms.noise import continuous_laplace, discrete_laplace, opendp_version
+from pymc_dp.mechanisms.base import Mechanism, build_model, charge
+from pymc_dp.mechanisms.noise import continuous_laplace, discrete_laplace, laplace_log_ratio, opendp_version
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["NoisyStatistics", "Recommendation", "noisy_statistics", "recommend", "EXACT_SUM_LIMIT"]
@@ -550,10 +549,7 @@ class NoisyStatistics(Mechanism):
         """Charge ``epsilon`` and release the noisy statistics (once; later calls return them)."""
         if self.released is not None:
             return dict(self.released)
-        ledger = self.ledger
-        note = {"mechanism": self.name, "unit": describe_unit(self.unit), "pymc_dp": _versions()["pymc_dp"]}
-        spending = ledger.spend(self.dataset_id, self.epsilon, 0.0, description=note) if ledger is not None else contextlib.nullcontext()
-        with spending:
+        with charge(self):
             noisy = self._noisy(self._true_statistics(self._values))
             self.released = {k: (int(v[0]) if v.dtype.kind in "iu" else float(v[0])) for k, v in noisy.items()}
         return dict(self.released)
@@ -654,14 +650,8 @@ class NoisyStatistics(Mechanism):
         return np.stack([np.asarray(noisy[s.name], float) for _, s in self.statistics], axis=1)
 
     def audit_log_ratio(self, x, y):
-        tx, ty = self._stat_vector(x), self._stat_vector(y)
         b = np.array([self.noise_scales[s.name] for _, s in self.statistics])
-
-        def log_ratio(z):
-            z = np.asarray(z, float)
-            return np.sum((np.abs(z - ty) - np.abs(z - tx)) / b, axis=-1)
-
-        return log_ratio
+        return laplace_log_ratio(self._stat_vector(x), self._stat_vector(y), b)
 
     def audit_score(self, x, y):
         b = np.array([self.noise_scales[s.name] for _, s in self.statistics])

@@ -47,6 +47,7 @@ from pymc_dp.mechanisms.bayesnet import BayesNet, read_bayesnet
 from pymc_dp.mechanisms.noise import (
     continuous_laplace,
     discrete_laplace,
+    laplace_log_ratio,
     opendp_version,
 )
 from pymc_dp.units import Users, describe_unit
@@ -321,11 +322,7 @@ class LaplaceUpdates(_Updates):
     def audit_log_ratio(self, x, y):
         cx, cy, b = self.net.flat_counts(x).astype(float), self.net.flat_counts(y).astype(float), self.noise_scale
 
-        def log_ratio(z):
-            z = np.asarray(z, float)
-            return np.sum(np.abs(z - cy) - np.abs(z - cx), axis=-1) / b
-
-        return log_ratio
+        return laplace_log_ratio(cx, cy, b)
 
     def audit_score(self, x, y):
         return float(np.sum(np.abs(self.net.flat_counts(x) - self.net.flat_counts(y))))
@@ -550,11 +547,7 @@ class FourierUpdates(_Updates):
     def audit_log_ratio(self, x, y):
         cx, cy, b = self.coefficients(x), self.coefficients(y), self.noise_scale
 
-        def log_ratio(z):
-            z = np.asarray(z, float)
-            return np.sum(np.abs(z - cy) - np.abs(z - cx), axis=-1) / b
-
-        return log_ratio
+        return laplace_log_ratio(cx, cy, b)
 
     def audit_score(self, x, y):
         return float(np.sum(np.abs(self.coefficients(x) - self.coefficients(y))))
