@@ -27,6 +27,7 @@ from pymc_dp.privacy_report import PrivacyReport, report
 from pymc_dp.query import Answer, Decision, answer
 from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is imported when a plot is drawn)
 from pymc_dp.units import Users
+from pymc_dp.preprocess import Standardization, standardize
 from pymc_dp.mechanisms import (
     FourierUpdates,
     LaplaceUpdates,
@@ -44,6 +45,8 @@ from pymc_dp.mechanisms import (
 
 __all__ = [
     "private",
+    "standardize",
+    "Standardization",
     "laplace_updates",
     "fourier_updates",
     "LaplaceUpdates",

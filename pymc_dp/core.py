@@ -36,7 +36,8 @@ from pymc_dp.factors import find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
 from pymc_dp.units import Users, check_unit, describe_unit
-from pymc_dp.ledger import Ledger, Spend, fingerprint
+from pymc_dp.ledger import Ledger, Spend
+from pymc_dp.preprocess import dataset_id
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import RegionContext, prior_draws, prior_mass
 
@@ -248,7 +249,7 @@ class PrivateModel:
         )
         private_values = {v.name: np.asarray(v.get_value()) for v in self.model.data_vars if v.name in self.domains}
         #: the ledger's name for this dataset: a hash of the private data, never released
-        self.dataset_id = fingerprint(private_values, self.certificate.domains, describe_unit(unit))
+        self.dataset_id = dataset_id(private_values, self.domains, unit)
 
     # ------------------------------------------------------------------ checks
     @staticmethod
@@ -526,7 +527,7 @@ class PrivateModel:
         for cached in ("_plan", "_plan_refusal"):
             other.__dict__.pop(cached, None)
         private_values = {v.name: np.asarray(v.get_value()) for v in model.data_vars if v.name in self.domains}
-        other.dataset_id = fingerprint(private_values, self.certificate.domains, describe_unit(self.unit))
+        other.dataset_id = dataset_id(private_values, self.domains, self.unit)
         if (other.conjugate_plan is None) != (self.conjugate_plan is None):  # pragma: no cover - structure only
             raise AssertionError("the exact sampler's availability must not depend on the data")
         return other

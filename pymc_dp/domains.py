@@ -12,7 +12,7 @@ matrix container (the last axis is the feature axis).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,13 @@ def _finite_float(name: str, value: Any, what: str) -> float:
     if not math.isfinite(out):
         raise DomainError(f"{what}: {name}={value!r} must be finite; pymc_dp needs bounded domains.")
     return out
+
+
+def _with_preprocessing(domain, d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` and, for a standardised domain, the public record of the estimates behind it."""
+    if getattr(domain, "preprocessing", None) is not None:
+        d["standardized"] = domain.preprocessing.to_dict()
+    return d
 
 
 class Domain:
@@ -80,6 +87,8 @@ class Interval(Domain):
 
     lo: float
     hi: float
+    #: set by :func:`pymc_dp.standardize`: the bounds are declared bounds mapped by released estimates
+    preprocessing: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         lo = _finite_float("lo", self.lo, "Interval")
@@ -101,7 +110,7 @@ class Interval(Domain):
         return (values >= self.lo) & (values <= self.hi)
 
     def to_dict(self):
-        return {"type": "Interval", "lo": self.lo, "hi": self.hi}
+        return _with_preprocessing(self, {"type": "Interval", "lo": self.lo, "hi": self.hi})
 
     def __str__(self):
         return f"Interval({self.lo:g}, {self.hi:g})"
@@ -188,6 +197,8 @@ class Box(Domain):
 
     lo: Any
     hi: Any
+    #: set by :func:`pymc_dp.standardize`: the bounds are declared bounds mapped by released estimates
+    preprocessing: Any = field(default=None, compare=False, repr=False)
     event_ndim = 1
 
     def __post_init__(self):
@@ -219,7 +230,7 @@ class Box(Domain):
         return (v >= self.lo) & (v <= self.hi)
 
     def to_dict(self):
-        return {"type": "Box", "lo": self.lo.tolist(), "hi": self.hi.tolist()}
+        return _with_preprocessing(self, {"type": "Box", "lo": self.lo.tolist(), "hi": self.hi.tolist()})
 
     def __str__(self):
         if self.lo.size == 1:

@@ -392,6 +392,16 @@ _UNIT_TEXT = {
 
 
 def _domain_text(d: Mapping) -> str:
+    text = _declared_domain_text(d)
+    est = d.get("standardized")
+    if est:  # the bounds are declared bounds mapped by private estimates (pymc_dp.standardize)
+        text += (f"; standardised as (x - center) / scale with center = {[_g(v, 4) for v in est['center']]}, "
+                 f"scale = {[_g(v, 4) for v in est['scale']]}, estimated by {est['mechanism']} at epsilon = "
+                 f"{_g(est['epsilon'])} (a separate release, charged to the ledger on the same dataset)")
+    return text
+
+
+def _declared_domain_text(d: Mapping) -> str:
     kind = d.get("type")
     if kind == "Binary":
         return "{0, 1}"
@@ -407,6 +417,23 @@ def _domain_text(d: Mapping) -> str:
             return f"each row x has {_g(lo[0])} <= x_i <= {_g(hi[0])}"
         return f"each row x has lo <= x <= hi, lo = {[_g(v) for v in lo]}, hi = {[_g(v) for v in hi]}"
     return json.dumps(d, sort_keys=True)
+
+
+def _preprocessing(domains: Mapping) -> dict | None:
+    """The private standardisation behind the domains (``pymc_dp.standardize``), or None."""
+    est = [(k, d["standardized"]) for k, d in sorted(domains.items()) if isinstance(d, Mapping) and d.get("standardized")]
+    if not est:
+        return None
+    return {"containers": [k for k, _ in est], "epsilon": float(est[0][1]["epsilon"]), "mechanism": est[0][1]["mechanism"]}
+
+
+def _preprocessing_alert(pre: dict | None, epsilon: float) -> list:
+    if not pre:
+        return []
+    return [("warning", (
+        f"The private containers {', '.join(pre['containers'])} were standardised by a separate release "
+        f"({pre['mechanism']}, epsilon = {_f(pre['epsilon'], 6)}), charged to the ledger on the same dataset. "
+        f"Preprocessing and this release together: epsilon = {_f(pre['epsilon'] + epsilon, 6)} (sequential composition)."))]
 
 
 def _g(x, digits: int = 6) -> str:
@@ -528,6 +555,7 @@ def _content(
         "schema": SCHEMA,
         "status": "released" if released else "not released",
         "budget": budget,
+        "preprocessing": _preprocessing(cert.get("domains", {})),
         "unit": {
             "kind": unit,
             "rows_per_unit": m,
@@ -763,6 +791,7 @@ def _mechanism_content(p: dict, posterior, max_rows: int) -> dict:
         "unit": {"kind": p["unit"], "rows_per_unit": int(p.get("rows_per_unit", 1)),
                  "text": _UNIT_TEXT.get(p["unit"], p["unit"]).format(m=p.get("rows_per_unit", 1))},
         "domains": {k: _domain_text(v) for k, v in p.get("domains", {}).items()},
+        "preprocessing": _preprocessing(p.get("domains", {})),
         "public": list(p.get("public", [])),
         "network": p.get("network", []),
         "sensitivity": p.get("sensitivity", {}),
@@ -789,7 +818,7 @@ def _mechanism_sections(c: dict) -> list[dict]:
     what = "noisy sufficient statistics" if c["released"].get("statistics") is not None else "noisy posterior parameters"
     head = (f"({_f(b['epsilon'], 6)}, 0)-differential privacy for one release of {what} "
             f"({c['mechanism']}); the {b['draws']} posterior draws are post-processing.")
-    alerts = [("warning", w["text"]) for w in c["warnings"]]
+    alerts = [("warning", w["text"]) for w in c["warnings"]] + _preprocessing_alert(c.get("preprocessing"), b["epsilon"])
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[f"Mechanism: {c['algorithm']}."]))
     kv = [("epsilon", _f(b["epsilon"], 6)), ("delta", "0"), ("privacy unit", u["text"])]
     kv += [(f"domain of {k}", v) for k, v in c["domains"].items()]
@@ -874,6 +903,7 @@ def _sections(c: dict) -> list[dict]:
             f"sample() will use the {'exact' if s['planned'] == 'exact' else 'MCMC'} sampler by default."
         )
     alerts = [("danger" if w["kind"] in ("mcmc", "inconsistent") else "warning", w["text"]) for w in c["warnings"]]
+    alerts += _preprocessing_alert(c.get("preprocessing"), b["epsilon"])
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[status]))
 
     # --- budget

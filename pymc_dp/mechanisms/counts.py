@@ -375,9 +375,9 @@ class NoisyCounts(_Updates):
         if isinstance(unit, Users):
             unit.check_rows(self.n)
         if self._values:  # the ledger's name of the dataset is that of the values released
-            from pymc_dp.ledger import fingerprint
+            from pymc_dp.preprocess import dataset_id
 
-            self.dataset_id = fingerprint(self._values, {k: d.to_dict() for k, d in self.domains.items()}, describe_unit(unit))
+            self.dataset_id = dataset_id(self._values, self.domains, unit)
         self.blocks = _plan(self.net, self.n)
         size = _enumeration_size(self.blocks, self.n)
         if size > MAX_ENUMERATION:

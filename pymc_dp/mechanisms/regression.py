@@ -66,13 +66,15 @@ class _Feature:
 
     container: str
     column: int
-    lo: float
+    lo: float  # the range of the centred coordinate x - center
     hi: float
     ball: float | None  # the radius when the container's rows lie in a Ball
+    center: float = 0.0  # public: the midpoint of the declared range (0 without an intercept)
 
     @property
     def label(self) -> str:
-        return self.container if self.column < 0 else f"{self.container}[{self.column}]"
+        name = self.container if self.column < 0 else f"{self.container}[{self.column}]"
+        return name if self.center == 0 else f"({name}{-self.center:+g})"
 
 
 def _coordinate_range(domain: Domain, name: str, column: int, width: int) -> tuple[float, float, float | None]:
@@ -95,7 +97,7 @@ def _product_span(a: tuple[float, float], b: tuple[float, float]) -> float:
     return max(corners) - min(corners)
 
 
-def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float], yname: str) -> list[tuple]:
+def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float], yname: str, ylabel: str | None = None) -> list[tuple]:
     """``(name, span, containers read, term)`` of every released statistic, in release order:
     ``sum x_j`` (with an intercept), ``sum x_j x_k`` (``j <= k``), ``sum x_j y``, ``sum y`` (with an
     intercept), ``sum y^2``.
@@ -107,6 +109,7 @@ def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float]
     ``x_j y`` over the corner products (``y`` is another container). Every bound is attained.
     """
     out = []
+    ylabel = yname if ylabel is None else ylabel
     F = len(features)  # the record's coordinates: the features, then the outcome at index F
     if intercept:
         for j, f in enumerate(features):
@@ -122,10 +125,10 @@ def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float]
             name = f"sum({a.label}*{b.label})"
         out.append((name, span, frozenset({a.container, b.container}), (j, k)))
     for j, f in enumerate(features):
-        out.append((f"sum({f.label}*{yname})", _product_span((f.lo, f.hi), y), frozenset({f.container, yname}), (j, F)))
+        out.append((f"sum({f.label}*{ylabel})", _product_span((f.lo, f.hi), y), frozenset({f.container, yname}), (j, F)))
     if intercept:
-        out.append((f"sum({yname})", y[1] - y[0], frozenset({yname}), (F,)))
-    out.append((f"sum({yname}^2)", _square_span(*y), frozenset({yname}), (F, F)))
+        out.append((f"sum({ylabel})", y[1] - y[0], frozenset({yname}), (F,)))
+    out.append((f"sum({ylabel}^2)", _square_span(*y), frozenset({yname}), (F, F)))
     return out
 
 
@@ -139,6 +142,8 @@ class _Regression:
     coefs: tuple  # per linear term: (container, coefficient expression, record width)
     sigma: Any
     stats: tuple  # (name, span, containers, term)
+    y_center: float = 0.0  # public: the midpoint of the outcome's domain (0 without an intercept)
+    y_range: tuple = ()  # the range of the centred outcome y - y_center
 
 
 def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regression:
@@ -210,22 +215,43 @@ def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regressi
         if private_ancestors(v, private):
             raise UnsupportedFactorError(f"{v.name!r} reads the private data; only the regression's factor may read it.")
     intercept = offset is not None
-    stats = tuple(_spans(features, intercept, (domains[y].lo, domains[y].hi), y))
-    return _Regression(rv.name, y, tuple(features), intercept, offset, tuple(coefs), sigma, stats)
+    y_center = 0.0
+    if intercept:  # centre every coordinate at its domain's midpoint (public): see _centred
+        features = [_centred(f) for f in features]
+        y_center = 0.5 * (domains[y].lo + domains[y].hi)
+    y_range = (domains[y].lo - y_center, domains[y].hi - y_center)
+    ylabel = y if y_center == 0 else f"({y}{-y_center:+g})"
+    stats = tuple(_spans(features, intercept, y_range, y, ylabel))
+    return _Regression(rv.name, y, tuple(features), intercept, offset, tuple(coefs), sigma, stats, y_center, y_range)
+
+
+def _centred(f: _Feature) -> _Feature:
+    """The feature centred at the midpoint of its range.
+
+    With an offset in the predictor, ``y = a + x b + e`` is ``y - c_y = (a + c b - c_y) + (x - c) b + e``:
+    the same model on centred coordinates, with a shifted offset, so the statistics of the centred
+    record carry the same information. They are cheaper: the range of ``x^2`` on ``[c - h, c + h]`` is
+    at least ``h^2``, attained at ``c = 0``, and the range of ``x y`` over a box at least ``2 h_x h_y``
+    (the alternating sum of the four corners is ``4 h_x h_y``), also attained when centred. A Ball is
+    centred already."""
+    if f.ball is not None:
+        return f
+    c = 0.5 * (f.lo + f.hi)
+    return dataclasses.replace(f, lo=f.lo - c, hi=f.hi - c, center=c)
 
 
 def _design(features: Sequence[_Feature], arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     cols = []
     for f in features:
         a = np.asarray(arrays[f.container], float)
-        cols.append(a if f.column < 0 else a[:, f.column])
+        cols.append((a if f.column < 0 else a[:, f.column]) - f.center)
     return np.stack(cols, axis=1)
 
 
 def regression_statistics(reg: _Regression, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     """The released statistics' true values on rows ``arrays`` (release order)."""
     x = _design(reg.features, arrays)
-    y = np.asarray(arrays[reg.y], float)
+    y = np.asarray(arrays[reg.y], float) - reg.y_center
     F = x.shape[1]
     out = []
     if reg.intercept:
@@ -287,8 +313,8 @@ class NoisyRegression(NoisyStatistics):
         from pymc_dp.mechanisms.sensitivity import joint_bound
 
         reg = self.regression
-        lo = [f.lo for f in reg.features] + [self.domains[reg.y].lo]
-        hi = [f.hi for f in reg.features] + [self.domains[reg.y].hi]
+        lo = [f.lo for f in reg.features] + [reg.y_range[0]]
+        hi = [f.hi for f in reg.features] + [reg.y_range[1]]
         balls: dict = {}
         for j, f in enumerate(reg.features):
             if f.ball is not None:
@@ -334,8 +360,10 @@ class NoisyRegression(NoisyStatistics):
             coefs, rest = parts[: len(reg.coefs)], parts[len(reg.coefs):]
             w = [pt.reshape(c, (width,)) for c, (_, _, width) in zip(coefs, reg.coefs)]
             sigma = pt.reshape(rest[-1], ())
-            if reg.intercept:
-                w = [pt.reshape(rest[0], (1,))] + w
+            if reg.intercept:  # the offset of the centred model: a + c b - c_y
+                centers = np.array([f.center for f in reg.features])
+                shift = pt.concatenate(w) @ centers - reg.y_center if np.any(centers) or reg.y_center else 0.0
+                w = [pt.reshape(rest[0] + shift, (1,))] + w
             w = pt.concatenate(w)
             lo = np.array([f.lo for f in reg.features])
             hi = np.array([f.hi for f in reg.features])

@@ -60,7 +60,8 @@ from pytensor.tensor.random.basic import BernoulliRV, BinomialRV, NormalRV, Pois
 from pymc_dp.core import PrivateModel, _check_budget, _check_ledger, _versions, ledger_state
 from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
-from pymc_dp.ledger import Ledger, Spend, fingerprint
+from pymc_dp.ledger import Ledger, Spend
+from pymc_dp.preprocess import dataset_id
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
 from pymc_dp.mechanisms.noise import continuous_laplace, discrete_laplace, laplace_log_ratio, opendp_version
 from pymc_dp.units import Users, describe_unit
@@ -455,7 +456,7 @@ class NoisyStatistics(Mechanism):
         self.rows_per_unit = describe_unit(unit)["max_rows"]
         self.statistics, self.sensitivity, self.noise_scales, self.derivation = self._calibrate()
         # the ledger's name of the dataset: the same data share one budget with make_private
-        self.dataset_id = fingerprint(self._values, {k: d.to_dict() for k, d in self.domains.items()}, describe_unit(unit))
+        self.dataset_id = dataset_id(self._values, self.domains, unit)
         self._noise_free, self._replace = _noise_free_model(model, self.factors, self.domains)
         self.released: dict[str, float] | None = None
         self.last_release: az.InferenceData | None = None

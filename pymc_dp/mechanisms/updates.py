@@ -41,7 +41,8 @@ from pymc_dp.core import (
 )
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
-from pymc_dp.ledger import Ledger, Spend, fingerprint
+from pymc_dp.ledger import Ledger, Spend
+from pymc_dp.preprocess import dataset_id
 from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.bayesnet import BayesNet, read_bayesnet
 from pymc_dp.mechanisms.noise import (
@@ -105,7 +106,7 @@ class _Updates(Mechanism):
         self.last_release: az.InferenceData | None = None
         private_values = {v.name: np.asarray(v.get_value()) for v in model.data_vars if v.name in self.domains}
         #: the ledger's name of the dataset (as PrivateModel's: the same data share one budget)
-        self.dataset_id = fingerprint(private_values, {k: d.to_dict() for k, d in self.domains.items()}, describe_unit(unit))
+        self.dataset_id = dataset_id(private_values, self.domains, unit)
 
     # ------------------------------------------------------------------ ledger
     @property

@@ -50,7 +50,7 @@ def regression(n=40, seed=0, intercept=True, columns=False, sigma_free=True):
 def test_spans_are_the_ranges_over_one_record(columns):
     model, domains = regression(columns=columns)
     reg = read_regression(model, domains)
-    grid_x1, grid_x2, grid_y = np.linspace(-1, 1, 21), np.linspace(-0.5, 1, 16), np.linspace(-2, 2, 21)
+    grid_x1, grid_x2, grid_y = np.linspace(-1, 1, 21), np.linspace(-0.5, 1, 31), np.linspace(-2, 2, 21)  # x2 centred at 0.25
     rows = np.array(list(itertools.product(grid_x1, grid_x2, grid_y)))
     if columns:
         arrays = {"x1": rows[:, 0], "x2": rows[:, 1], "y": rows[:, 2]}
@@ -60,6 +60,28 @@ def test_spans_are_the_ranges_over_one_record(columns):
     per_row = np.stack([regression_statistics(reg, {k: v[i : i + 1] for k, v in arrays.items()}) for i in range(len(rows))])
     for (name, span, _, _), col in zip(reg.stats, per_row.T):
         assert np.ptp(col) == pytest.approx(span, rel=1e-12), name
+
+
+def test_with_an_intercept_a_shift_of_data_and_domain_changes_no_noise_scale():
+    """Statistics are of coordinates centred at the domain's midpoints (public), so a regression on
+    [0, 5] costs what one on [-2.5, 2.5] does; centred spans are the least (x^2 on [0, 5]: 25 -> 6.25)."""
+    rng = np.random.default_rng(3)
+    X, y = rng.uniform(0, 5, (50, 2)), rng.uniform(0, 4, 50)
+
+    def mech(shift_x, shift_y):
+        with pm.Model() as model:
+            Xd, yd = pm.Data("X", X + shift_x), pm.Data("y", y + shift_y)
+            pm.Normal("lik", pm.Normal("a") + Xd @ pm.Normal("b", shape=2), pm.HalfNormal("s"), observed=yd)
+        domains = {"X": pymc_dp.Box(0 + shift_x, 5 + shift_x), "y": pymc_dp.Interval(0 + shift_y, 4 + shift_y)}
+        return pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=None)
+
+    a, b = mech(0.0, 0.0), mech(-2.5, -2.0)
+    assert list(a.noise_scales.values()) == pytest.approx(list(b.noise_scales.values()), rel=1e-12)
+    assert a.noise_scales["sum((X[0]-2.5)^2)"] == pytest.approx(6.25 * a.joint["K"])
+    assert a.joint["K"] == b.joint["K"]
+    true_a = a._true_statistics({"X": X, "y": y})
+    true_b = b._true_statistics({"X": X - 2.5, "y": y - 2.0})
+    assert list(true_a.values()) == pytest.approx(list(true_b.values()), abs=1e-9)
 
 
 def test_spans_on_a_ball():
@@ -130,6 +152,9 @@ def test_noise_aware_graph_maps_latents_to_the_statistics_exactly():
     S = n * np.block([[np.ones((1, 1)), m[None, :]], [m[:, None], L @ L.T + np.outer(m, m)]])
     Lz = np.sqrt(n) * np.block([[np.ones((1, 1)), np.zeros((1, 2))], [m[:, None], L]])
     np.testing.assert_allclose(Lz @ Lz.T, S)
+    # the statistics are of the coordinates centred at the domain's midpoints (x2: 0.25, y: 0), whose
+    # offset is alpha + 0.25 beta_2
+    w = w + np.array([0.25 * w[2], 0.0, 0.0])
     szy = S @ w + sigma * Lz @ u
     syy = w @ S @ w + 2 * sigma * w @ Lz @ u + sigma**2 * u @ u + rss
     want = [S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2], szy[1], szy[2], szy[0], syy]
