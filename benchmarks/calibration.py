@@ -19,7 +19,8 @@ the least value they allow).
 
 Run: ``PYTHONPATH=. python benchmarks/calibration.py [--datasets 200] [--out benchmarks/results]``;
 ``--models`` / ``--epsilons`` / ``--part NAME`` run a part (written as ``calibration_NAME.json``),
-and ``--merge`` joins the parts in ``--out`` into ``calibration.json`` and ``calibration.md``.
+and ``--merge`` joins the parts in ``--out`` into ``calibration.json`` and ``calibration.md``;
+``--resume`` goes on from a stopped run's checkpoint (every 5 datasets).
 """
 
 from __future__ import annotations
@@ -127,17 +128,22 @@ def covered(draws: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return (lo <= truth) & (truth <= hi)
 
 
-def run(datasets: int, seed: int = 0, models=tuple(MODELS), epsilons=EPSILONS, checkpoint=None) -> dict:
-    """Coverage per model and epsilon; ``checkpoint(results)`` is called every 10 datasets with
-    the rows so far (a long run keeps what it measured if it is stopped)."""
+def run(datasets: int, seed: int = 0, models=tuple(MODELS), epsilons=EPSILONS, checkpoint=None, resume=None) -> dict:
+    """Coverage per model and epsilon; ``checkpoint(results)`` is called every 5 datasets with
+    the rows so far (a long run keeps what it measured if it is stopped). ``resume`` (the
+    results of a stopped run) supplies the per-dataset outcomes already measured: dataset ``d``
+    is seeded by ``(seed, d, epsilon, model)``, so the run goes on at the first one missing."""
     results = {}
     for model_name in models:
         build = MODELS[model_name]
         for eps in epsilons:
             t0 = time.perf_counter()
-            hits = {"noise_aware": [], "naive": []}
-            widths = {"noise_aware": [], "naive": []}
-            for d in range(datasets):
+            done = ((resume or {}).get(model_name, {}).get(str(eps)) or {}).get("per_dataset")
+            hits = {k: list(v) for k, v in done["hits"].items()} if done else {"noise_aware": [], "naive": []}
+            widths = {k: list(v) for k, v in done["widths"].items()} if done else {"noise_aware": [], "naive": []}
+            if done:
+                print(f"{model_name} eps={eps:g}: resuming after {len(hits['noise_aware'])} datasets", flush=True)
+            for d in range(len(hits["noise_aware"]), datasets):
                 rng = np.random.default_rng([seed, d, int(eps * 1000), len(model_name)])
                 model, domains, truth = build(rng)
                 mech = pymc_dp.noisy_statistics(model, epsilon=eps, data=domains, ledger=None)
@@ -153,7 +159,7 @@ def run(datasets: int, seed: int = 0, models=tuple(MODELS), epsilons=EPSILONS, c
                 for label, dr in (("noise_aware", aware), ("naive", plain)):
                     hits[label].append(np.concatenate([covered(dr[k], truth[k]).reshape(-1) for k in truth]))
                     widths[label].append(np.concatenate([np.ptp(np.quantile(dr[k], [0.05, 0.95], axis=0), axis=0).reshape(-1) for k in truth]))
-                if checkpoint is not None and (d + 1) % 10 == 0 and d + 1 < datasets:
+                if checkpoint is not None and (d + 1) % 5 == 0 and d + 1 < datasets:
                     checkpoint({**results, model_name: {**results.get(model_name, {}), str(eps): _row(hits, widths, t0)}})
             row = _row(hits, widths, t0)
             results.setdefault(model_name, {})[str(eps)] = row
@@ -177,6 +183,9 @@ def _row(hits, widths, t0) -> dict:
     row["parameters"] = int(np.asarray(hits["noise_aware"]).shape[1])
     row["datasets"] = len(hits["noise_aware"])
     row["seconds"] = time.perf_counter() - t0
+    # the outcome of every dataset, so that a stopped run can be resumed (--resume)
+    row["per_dataset"] = {"hits": {k: np.asarray(v, int).tolist() for k, v in hits.items()},
+                          "widths": {k: np.asarray(v, float).tolist() for k, v in widths.items()}}
     return row
 
 
@@ -208,6 +217,7 @@ def main(argv=None):
     ap.add_argument("--epsilons", nargs="*", type=float, default=list(EPSILONS))
     ap.add_argument("--part", default=None, help="write calibration_PART.json only (join with --merge)")
     ap.add_argument("--merge", action="store_true", help="join the calibration_*.json parts in --out")
+    ap.add_argument("--resume", action="store_true", help="go on from the per-dataset outcomes in the output file")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -232,7 +242,8 @@ def main(argv=None):
                 "mcmc": MCMC, "seconds": time.perf_counter() - t0, "pymc_dp": pymc_dp.__version__}
         (out / name).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
 
-    results = run(args.datasets, args.seed, args.models, tuple(args.epsilons), checkpoint=write)
+    previous = json.loads((out / name).read_text())["results"] if args.resume and (out / name).exists() else None
+    results = run(args.datasets, args.seed, args.models, tuple(args.epsilons), checkpoint=write, resume=previous)
     write(results)
     if not args.part:
         (out / "calibration.md").write_text(markdown(results, args.datasets))
