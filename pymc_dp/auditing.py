@@ -2050,7 +2050,8 @@ def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, rel
     else:
         for j in range(min(ox.shape[1], 64)):
             st_x[f"output[{j}]"], st_y[f"output[{j}]"] = ox[:, j], oy[:, j]
-    res = _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=0.0)
+    # a Gaussian release is (epsilon, delta)-DP: P_x(E) <= e^eps P_y(E) + delta
+    res = _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=float(getattr(mech, "delta", 0.0)))
     claimed = float(mech.epsilon)
     verdict = _statistical_verdict(res["measured"], res["power"], claimed, runs, notes)
     notes.append(f"mechanism {mech.name}: one release's noisy output (before post-processing) is audited")

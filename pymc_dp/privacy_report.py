@@ -816,17 +816,20 @@ def _mechanism_sections(c: dict) -> list[dict]:
     b, u = c["budget"], c["unit"]
     out = []
     what = "noisy sufficient statistics" if c["released"].get("statistics") is not None else "noisy posterior parameters"
-    head = (f"({_f(b['epsilon'], 6)}, 0)-differential privacy for one release of {what} "
+    head = (f"({_f(b['epsilon'], 6)}, {_f(b['delta'], 3) if b['delta'] else 0})-differential privacy for one release of {what} "
             f"({c['mechanism']}); the {b['draws']} posterior draws are post-processing.")
     alerts = [("warning", w["text"]) for w in c["warnings"]] + _preprocessing_alert(c.get("preprocessing"), b["epsilon"])
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[f"Mechanism: {c['algorithm']}."]))
-    kv = [("epsilon", _f(b["epsilon"], 6)), ("delta", "0"), ("privacy unit", u["text"])]
+    kv = [("epsilon", _f(b["epsilon"], 6)), ("delta", _f(b["delta"], 3) if b["delta"] else "0"), ("privacy unit", u["text"])]
     kv += [(f"domain of {k}", v) for k, v in c["domains"].items()]
     if c["public"]:
         kv.append(("public containers", ", ".join(c["public"])))
     out.append(_section("Budget and unit", kv=kv))
     sens, noise = c["sensitivity"], c["noise"]
-    kv = [("L1 sensitivity", _f(sens.get("l1"), 6)), ("derivation", sens.get("derivation", "n/a"))]
+    kv = [("L1 sensitivity", _f(sens.get("l1"), 6))]
+    if sens.get("l2") is not None:
+        kv.append(("L2 sensitivity (Gaussian noise)", _f(sens["l2"], 6)))
+    kv.append(("derivation", sens.get("derivation", "n/a")))
     if "paper_bound" in sens:
         kv.append(("paper's bound (AAAI Cor. 2)", _f(sens["paper_bound"], 6)))
     scale = noise.get("scale")

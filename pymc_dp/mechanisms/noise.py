@@ -20,7 +20,8 @@ import numpy as np
 
 from pymc_dp.exceptions import PrivacyError
 
-__all__ = ["continuous_laplace", "discrete_laplace", "opendp_version"]
+__all__ = ["continuous_laplace", "discrete_laplace", "continuous_gaussian", "discrete_gaussian", "gaussian_scale",
+           "opendp_version"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,3 +111,98 @@ def laplace_log_ratio(true_x, true_y, scale):
         return np.sum((np.abs(z - ty) - np.abs(z - tx)) / b, axis=-1)
 
     return log_ratio
+
+
+# --------------------------------------------------------------------------- Gaussian (delta > 0)
+@functools.lru_cache(maxsize=64)
+def _gaussian(kind: str, scale: float):
+    dp = _dp()
+    atom = dp.atom_domain(T=int) if kind == "int" else dp.atom_domain(T=float, nan=False)
+    return dp.m.make_gaussian(dp.vector_domain(atom), dp.l2_distance(T=float), scale=float(scale))
+
+
+def gaussian_epsilon(scale: float, sensitivity: float, delta: float) -> float:
+    """OpenDP's epsilon at ``delta`` for Gaussian noise of ``scale`` on a vector query of L2
+    sensitivity ``sensitivity``: ``make_gaussian`` is ``rho``-zCDP with
+    ``rho = sensitivity^2 / (2 scale^2)``, converted to (epsilon, delta) by
+    ``make_zCDP_to_approxDP`` (its privacy profile at ``delta``)."""
+    dp = _dp()
+    profile = dp.c.make_zCDP_to_approxDP(_gaussian("float", float(scale))).map(float(sensitivity))
+    return float(profile.epsilon(float(delta)))
+
+
+def gaussian_scale(sensitivity: float, epsilon: float, delta: float) -> float:
+    """The least Gaussian scale (to 1e-9 relative) whose OpenDP map gives at most ``epsilon`` at
+    ``delta`` for L2 sensitivity ``sensitivity`` (bisection on OpenDP's own map, which is monotone
+    in the scale)."""
+    if not (sensitivity > 0 and epsilon > 0 and 0 < delta < 1):
+        raise PrivacyError(f"gaussian_scale needs sensitivity, epsilon > 0 and 0 < delta < 1, got {sensitivity}, {epsilon}, {delta}")
+    lo, hi = 1e-6 * sensitivity, sensitivity
+    while gaussian_epsilon(hi, sensitivity, delta) > epsilon:
+        lo, hi = hi, 2.0 * hi
+    while hi - lo > 1e-9 * hi:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if gaussian_epsilon(mid, sensitivity, delta) <= epsilon else (mid, hi)
+    return hi
+
+
+def _check_gaussian(scale, sensitivity, epsilon, delta):
+    if not (isinstance(scale, (int, float, np.floating)) and math.isfinite(scale) and scale > 0):
+        raise PrivacyError(f"noise scale {scale!r} must be a finite number > 0")
+    if sensitivity is not None and epsilon is not None and delta is not None:
+        claimed = gaussian_epsilon(scale, sensitivity, delta)
+        if claimed > float(epsilon) * (1 + 1e-9):
+            raise PrivacyError(
+                f"OpenDP's privacy map gives epsilon {claimed:.6g} at delta {delta:g} for L2 sensitivity "
+                f"{sensitivity:g} at Gaussian scale {scale:g}, more than the budget {epsilon:g}"
+            )
+
+
+def continuous_gaussian(values, scale: float, *, sensitivity: float | None = None, epsilon: float | None = None,
+                        delta: float | None = None) -> np.ndarray:
+    """``values`` (floats) plus iid Gaussian(``scale``) noise from OpenDP's floating-point-safe
+    sampler. Privacy map: ``rho``-zCDP with ``rho = Delta_2^2 / (2 scale^2)`` for L2 sensitivity
+    ``Delta_2``; checked at ``(epsilon, delta)`` when given. Not seedable."""
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise PrivacyError("continuous_gaussian: the values must be finite")
+    _check_gaussian(scale, sensitivity, epsilon, delta)
+    if arr.size == 0:
+        return arr
+    return np.asarray(_gaussian("float", float(scale))(arr.reshape(-1).tolist()), dtype=float).reshape(arr.shape)
+
+
+def discrete_gaussian(values, scale: float, *, sensitivity: float | None = None, epsilon: float | None = None,
+                      delta: float | None = None) -> np.ndarray:
+    """``values`` (integers) plus iid discrete Gaussian(``scale``) noise (Canonne, Kamath & Steinke
+    2020), by OpenDP; the same zCDP map as the continuous one. Not seedable."""
+    arr = np.asarray(values)
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError("discrete_gaussian needs integer values (counts)")
+    _check_gaussian(scale, sensitivity, epsilon, delta)
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    return np.asarray(_gaussian("int", float(scale))(arr.reshape(-1).astype(np.int64).tolist()), dtype=np.int64).reshape(arr.shape)
+
+
+def gaussian_log_ratio(true_x, true_y, scale):
+    """``z -> ln p_x(z) - ln p_y(z)`` for Gaussian noise of ``scale`` added to ``true_x`` and
+    ``true_y`` (the audits' Neyman-Pearson statistic)."""
+    tx, ty, b = np.asarray(true_x, float), np.asarray(true_y, float), np.asarray(scale, float)
+
+    def log_ratio(z):
+        z = np.asarray(z, float)
+        return np.sum(((z - ty) ** 2 - (z - tx) ** 2) / (2.0 * b**2), axis=-1)
+
+    return log_ratio
+
+
+def gaussian_delta(mu: float, epsilon: float) -> float:
+    """The exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Thm 8): with
+    ``mu = ||change||_2 / scale``, ``delta(epsilon) = Phi(mu/2 - epsilon/mu) - e^epsilon Phi(-mu/2 - epsilon/mu)``.
+    Used by the exact audits (the release's true delta at its epsilon)."""
+    from scipy.stats import norm
+
+    if mu <= 0:
+        return 0.0
+    return float(norm.cdf(mu / 2 - epsilon / mu) - math.exp(epsilon) * norm.cdf(-mu / 2 - epsilon / mu))

@@ -54,6 +54,7 @@ from pymc_dp.mechanisms.statistics import (
     _is_dask,
     _reads_free_rv,
     _square_span,
+    observe_noisy,
 )
 from pymc_dp.units import describe_unit
 
@@ -400,8 +401,7 @@ class NoisyRegression(NoisyStatistics):
             # the released numbers as data: a release of the same shapes compiles to the same graph
             # (PyTensor's cache), and they stay visible as what the posterior conditions on
             noisy = pm.Data(f"{prefix}released", np.array([released[k] for k in names]))
-            pm.Laplace(f"{prefix}noisy", mu=pt.stack(latent), b=np.array([self.noise_scales[k] for k in names]),
-                       observed=noisy)
+            observe_noisy(f"{prefix}noisy", pt.stack(latent), np.array([self.noise_scales[k] for k in names]), noisy, self.noise)
         self.laws = {reg.factor: (
             "latent design statistics Z'Z = n [[1, m'], [m, L L' + m m']] (m ~ Uniform on the coordinate ranges, "
             "L ~ LKJ(1) correlations with half-normal scales of half the ranges); given Z'Z, exactly: Z'y = Z'Z w + "

@@ -63,7 +63,16 @@ from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
-from pymc_dp.mechanisms.noise import continuous_laplace, discrete_laplace, laplace_log_ratio, opendp_version
+from pymc_dp.mechanisms.noise import (
+    continuous_gaussian,
+    continuous_laplace,
+    discrete_gaussian,
+    discrete_laplace,
+    gaussian_log_ratio,
+    gaussian_scale,
+    laplace_log_ratio,
+    opendp_version,
+)
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["NoisyStatistics", "Recommendation", "noisy_statistics", "recommend", "EXACT_SUM_LIMIT"]
@@ -124,21 +133,32 @@ def _integer_domain(factor: str, container: str, domain: Domain, lo_min: int, hi
     return domain
 
 
+def observe_noisy(name: str, latent, scale, observed, noise: str):
+    """The released value observed around its latent true value: Laplace(scale) noise for a pure
+    release, Normal(scale) for a Gaussian one (delta > 0)."""
+    if noise == "gaussian":
+        return pm.Normal(name, mu=latent, sigma=scale, observed=observed)
+    return pm.Laplace(name, mu=latent, b=scale, observed=observed)
+
+
 def _count_law(dist_of_total: Callable, mean_var: Callable, label: str):
     """The law of a count statistic: exact sum over its values, or a latent Normal above the limit."""
 
-    def add_law(params, n_elements, noisy, scales, prefix, top):
+    def add_law(params, n_elements, noisy, scales, prefix, top, noise="laplace"):
         (z,), (b,) = noisy, scales
         total = dist_of_total(params, n_elements)
         if top <= EXACT_SUM_LIMIT:
             k = np.arange(int(top) + 1)
-            # discrete Laplace pmf of the noise z - k: tanh(1 / 2b) exp(-|z - k| / b)
-            log_noise = math.log(math.tanh(0.5 / b)) - np.abs(z - k) / b
+            if noise == "gaussian":  # discrete Gaussian pmf of z - k: exp(-(z - k)^2 / 2b^2) / normaliser
+                j = np.arange(-int(40 * b) - 2, int(40 * b) + 3)
+                log_noise = -((z - k) ** 2) / (2 * b * b) - float(np.log(np.sum(np.exp(-(j**2) / (2 * b * b)))))
+            else:  # discrete Laplace pmf of the noise z - k: tanh(1 / 2b) exp(-|z - k| / b)
+                log_noise = math.log(math.tanh(0.5 / b)) - np.abs(z - k) / b
             pm.Potential(f"{prefix}noisy_sum", pm.math.logsumexp(pm.logp(total, k) + log_noise))
             return f"{label}, summed exactly over its values 0..{int(top)}"
         mean, var = mean_var(params, n_elements)
         latent = pm.Normal(f"{prefix}sum", mean, pt.sqrt(var))
-        pm.Laplace(f"{prefix}noisy_sum", mu=latent, b=b, observed=z)
+        observe_noisy(f"{prefix}noisy_sum", latent, b, z, noise)
         return f"{label}, by a latent Normal of the same mean and variance (its largest value {int(top)} > {EXACT_SUM_LIMIT})"
 
     return add_law
@@ -149,7 +169,7 @@ def _count_statistics(factor: str, container: str, dom: Integers, law) -> Family
     return FamilyStatistics(
         factor, container, (Statistic(f"sum({container})", True, float(dom.hi - dom.lo)),),
         lambda x: np.array([np.sum(x, dtype=np.int64)]),
-        lambda ps, n, z, b, prefix: law(ps, n, z, b, prefix, n * dom.hi),
+        lambda ps, n, z, b, prefix, noise="laplace": law(ps, n, z, b, prefix, n * dom.hi, noise),
     )
 
 
@@ -205,19 +225,19 @@ def _normal(op, factor, container, params, domain):
         x = np.asarray(x, float)
         return np.array([x.sum(), np.square(x).sum()]) if free_scale else np.array([x.sum()])
 
-    def add_law(ps, n, z, b, prefix):
+    def add_law(ps, n, z, b, prefix, noise="laplace"):
         mu_, sigma_ = ps
         # non-centred: sum x = n mu + sqrt(n) sigma e, e ~ N(0, 1)
         e = pm.Normal(f"{prefix}sum_std", 0.0, 1.0)
         s1 = n * mu_ + math.sqrt(n) * sigma_ * e
-        pm.Laplace(f"{prefix}noisy_sum", mu=s1, b=b[0], observed=z[0])
+        observe_noisy(f"{prefix}noisy_sum", s1, b[0], z[0], noise)
         if not free_scale:
             return "sum x ~ Normal(n mu, sqrt(n) sigma) (latent)"
         if n < 2:
             raise UnsupportedFactorError(f"factor {factor!r}: a free scale needs at least 2 observations.")
         # sum x^2 = Q + (sum x)^2 / n, Q = sigma^2 chi2_{n-1} independent of sum x (Cochran)
         g = pm.ChiSquared(f"{prefix}centred_ss_std", nu=n - 1)
-        pm.Laplace(f"{prefix}noisy_sum_sq", mu=sigma_**2 * g + s1**2 / n, b=b[1], observed=z[1])
+        observe_noisy(f"{prefix}noisy_sum_sq", sigma_**2 * g + s1**2 / n, b[1], z[1], noise)
         return ("sum x ~ Normal(n mu, sqrt(n) sigma), sum x^2 = sigma^2 chi2(n - 1) + (sum x)^2 / n, "
                 "independent (latent, exact)")
 
@@ -425,14 +445,13 @@ class NoisyStatistics(Mechanism):
     ):
         model = build_model(model)
         _check_budget(epsilon, delta, 1, unit, None)
-        if delta != 0.0:
-            raise NotImplementedError(
-                "noisy_statistics releases with Laplace noise (pure DP, delta = 0); Gaussian noise for "
-                "delta > 0 is not implemented yet. Pass delta=0."
-            )
         self._ledger_arg = _check_ledger(ledger)
         self.model = model
-        self.epsilon, self.delta, self.unit = float(epsilon), 0.0, unit
+        self.epsilon, self.delta, self.unit = float(epsilon), float(delta), unit
+        #: "laplace" (pure epsilon-DP) or "gaussian" (delta > 0: (epsilon, delta)-DP)
+        self.noise = "gaussian" if self.delta > 0 else "laplace"
+        if self.noise == "gaussian":
+            self.algorithm = self.algorithm.replace("Laplace", "Gaussian")
         self.draws = 0
         values = dict(values or {})
         unknown = sorted(set(values) - set(data))
@@ -494,17 +513,24 @@ class NoisyStatistics(Mechanism):
         kind = describe_unit(self.unit)["kind"]
         m = self.rows_per_unit
         K, attained, d = self._joint(kind)
+        # Gaussian: each normalised change |dt_j| / Delta_j is at most 1 and they sum to at most K,
+        # so the L2 norm of the normalised change is at most sqrt(K) (sum a_j^2 <= max a_j sum a_j)
+        K2 = math.sqrt(K)
+        unit_scale = K / self.epsilon if self.noise == "laplace" else gaussian_scale(K2, self.epsilon, self.delta)
         stats, sens, scales = [], {}, {}
         for f in self.factors:
             for s in f.family.statistics:
                 delta_j = s.span * f.elements * m
                 stats.append((f, s))
                 sens[s.name] = delta_j
-                scales[s.name] = delta_j * K / self.epsilon
-                if s.integer:  # one statistic per count factor: its own map is the release's
+                scales[s.name] = delta_j * unit_scale
+                if s.integer and self.noise == "laplace":  # one statistic per count factor: its own map is the release's
                     discrete_laplace(np.zeros(0, np.int64), scales[s.name], sensitivity=delta_j, epsilon=self.epsilon / K)
-        # the release as one vector of the statistics over their sensitivities: L1 change <= K
-        continuous_laplace(np.zeros(0), K / self.epsilon, sensitivity=K, epsilon=self.epsilon)
+        # the release as one vector of the statistics over their sensitivities: L1 change <= K (L2 <= sqrt K)
+        if self.noise == "laplace":
+            continuous_laplace(np.zeros(0), unit_scale, sensitivity=K, epsilon=self.epsilon)
+        else:
+            continuous_gaussian(np.zeros(0), unit_scale, sensitivity=K2, epsilon=self.epsilon, delta=self.delta)
         unit_text = {"record": "one record changes every statistic", "attribute": "one container's value changes its own statistics"}
         derivation = (
             f"{unit_text.get(kind, f'a user of up to {m} rows changes every statistic')}; statistic j changes by at "
@@ -513,8 +539,15 @@ class NoisyStatistics(Mechanism):
             + f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval branch "
             f"and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
             f"{d}), so Laplace scales b_j = Delta_j K / epsilon give epsilon"
+        ) if self.noise == "laplace" else (
+            f"{unit_text.get(kind, f'a user of up to {m} rows changes every statistic')}; statistic j changes by at "
+            "most Delta_j = span_j x elements per record" + (f" x {m} rows" if m > 1 else "")
+            + ": " + ", ".join(f"{k}: {v:g}" for k, v in sens.items())
+            + f". Each |change_j| / Delta_j <= 1 and their sum is <= K = {K:.6g} (certified), so their L2 norm is "
+            f"<= sqrt(K) = {K2:.6g}; Gaussian scales Delta_j s with s = {unit_scale:.6g}, the least scale whose "
+            f"OpenDP map (rho-zCDP, rho = {K2:.4g}^2 / 2s^2, converted) gives (epsilon, delta) = ({self.epsilon:g}, {self.delta:g})"
         )
-        self.joint = {"K": K, "attained": attained, "d": d}
+        self.joint = {"K": K, "attained": attained, "d": d, "l2": K2}
         return stats, sens, scales, derivation
 
     # ------------------------------------------------------------------ ledger
@@ -538,12 +571,13 @@ class NoisyStatistics(Mechanism):
 
     def _noisy(self, true: Mapping[str, float], runs: int | None = None) -> dict[str, np.ndarray]:
         out = {}
+        integer, real = (discrete_laplace, continuous_laplace) if self.noise == "laplace" else (discrete_gaussian, continuous_gaussian)
         for f, s in self.statistics:
             v = np.full(1 if runs is None else runs, true[s.name])
             if s.integer:
-                out[s.name] = discrete_laplace(v.astype(np.int64), self.noise_scales[s.name])
+                out[s.name] = integer(v.astype(np.int64), self.noise_scales[s.name])
             else:
-                out[s.name] = continuous_laplace(v.astype(float), self.noise_scales[s.name])
+                out[s.name] = real(v.astype(float), self.noise_scales[s.name])
         return out
 
     def release_statistics(self) -> dict[str, float]:
@@ -572,7 +606,8 @@ class NoisyStatistics(Mechanism):
                 names = [s.name for s in f.family.statistics]
                 n = self.rows[f.container] * f.elements
                 laws[f.name] = f.family.add_law(
-                    params, n, [released[k] for k in names], [self.noise_scales[k] for k in names], f"_nss_{f.container}_"
+                    params, n, [released[k] for k in names], [self.noise_scales[k] for k in names], f"_nss_{f.container}_",
+                    noise=self.noise,
                 )
         self.laws = laws
         return new
@@ -615,17 +650,19 @@ class NoisyStatistics(Mechanism):
             "mechanism": self.name,
             "algorithm": self.algorithm,
             "epsilon": self.epsilon,
-            "delta": 0.0,
+            "delta": self.delta,
             "draws": self.draws,
             "unit": describe_unit(self.unit)["kind"],
             "rows_per_unit": self.rows_per_unit,
             "domains": {k: d.to_dict() for k, d in self.domains.items()},
             "public": list(self.public),
             "rows": dict(self.rows),
-            "sensitivity": {"l1": self.joint["K"], "derivation": self.derivation, "per_statistic": dict(self.sensitivity)},
+            "sensitivity": {"l1": self.joint["K"], **({"l2": self.joint["l2"]} if self.noise == "gaussian" else {}),
+                            "derivation": self.derivation, "per_statistic": dict(self.sensitivity)},
             "noise": {
-                "distribution": "Laplace per statistic (discrete for integer sums)",
-                "sampler": "OpenDP make_laplace (OS CSPRNG, not seedable)",
+                "distribution": ("Laplace per statistic (discrete for integer sums)" if self.noise == "laplace"
+                                 else "Gaussian per statistic (discrete for integer sums)"),
+                "sampler": f"OpenDP make_{self.noise} (OS CSPRNG, not seedable)",
                 "scale": dict(self.noise_scales),
             },
             "released": {"statistics": dict(self.released or {})},
@@ -652,14 +689,16 @@ class NoisyStatistics(Mechanism):
 
     def audit_log_ratio(self, x, y):
         b = np.array([self.noise_scales[s.name] for _, s in self.statistics])
-        return laplace_log_ratio(self._stat_vector(x), self._stat_vector(y), b)
+        ratio = laplace_log_ratio if self.noise == "laplace" else gaussian_log_ratio
+        return ratio(self._stat_vector(x), self._stat_vector(y), b)
 
     def audit_score(self, x, y):
         b = np.array([self.noise_scales[s.name] for _, s in self.statistics])
-        return float(np.sum(np.abs(self._stat_vector(x) - self._stat_vector(y)) / b))
+        change = np.abs(self._stat_vector(x) - self._stat_vector(y)) / b
+        return float(np.sum(change) if self.noise == "laplace" else np.sqrt(np.sum(change**2)))
 
     def __repr__(self):
-        return (f"<NoisyStatistics ({self.epsilon:g}, 0)-DP, unit={describe_unit(self.unit)['kind']}, "
+        return (f"<NoisyStatistics ({self.epsilon:g}, {self.delta:g})-DP, unit={describe_unit(self.unit)['kind']}, "
                 f"statistics {[s.name for _, s in self.statistics]}>")
 
 
@@ -688,7 +727,9 @@ def noisy_statistics(
     data : dict of str to Domain
         Each private container's domain (the sensitivity comes from it).
     delta : float
-        Must be 0 (Gaussian noise for ``delta > 0`` is not implemented).
+        0 (default): Laplace noise, pure ``epsilon``-DP. ``0 < delta < 1``: Gaussian noise calibrated
+        to the L2 sensitivity by OpenDP's zCDP map, ``(epsilon, delta)``-DP (no exact-count path:
+        discrete networks then go to the Gaussian statistics of each factor).
     unit : {"record", "attribute"} or Users
         The privacy unit.
     public : sequence of str

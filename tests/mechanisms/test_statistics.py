@@ -242,14 +242,16 @@ def test_refuses_a_logistic_regression_on_private_covariates():
         pymc_dp.noisy_statistics(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()}, ledger=None)
 
 
-def test_refuses_an_unsupported_family_and_delta():
+def test_refuses_an_unsupported_family_and_an_invalid_delta():
     with pm.Model() as model:
         yd = pm.Data("y", np.ones(5))
         pm.Exponential("lik", pm.Gamma("lam", 2, 2), observed=yd)
     with pytest.raises(UnsupportedFactorError, match="'lik'.*Bernoulli"):
         pymc_dp.noisy_statistics(model, epsilon=1.0, data={"y": pymc_dp.Interval(0, 2)}, ledger=None)
-    with pytest.raises(NotImplementedError, match="delta"):
-        pymc_dp.noisy_statistics(coin(), epsilon=1.0, delta=1e-6, data={"x": pymc_dp.Binary()}, ledger=None)
+    # delta > 0 is Gaussian noise (tests/mechanisms/test_gaussian.py); delta >= 1 guarantees nothing
+    assert pymc_dp.noisy_statistics(coin(), epsilon=1.0, delta=1e-6, data={"x": pymc_dp.Binary()}, ledger=None).noise == "gaussian"
+    with pytest.raises(pymc_dp.PrivacyError, match="delta"):
+        pymc_dp.noisy_statistics(coin(), epsilon=1.0, delta=1.0, data={"x": pymc_dp.Binary()}, ledger=None)
 
 
 def test_refuses_wrong_domains():
