@@ -28,7 +28,6 @@ never depend on the private data's values.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -38,7 +37,7 @@ import pytensor.scalar as ps
 from pytensor.compile.ops import DeepCopyOp, ViewOp
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors, toposort
-from pytensor.tensor.basic import Alloc, Join, MakeVector, Split
+from pytensor.tensor.basic import Alloc, Join, MakeVector
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.math import Dot, Max, Min, Sum
 from pytensor.tensor.shape import Reshape, SpecifyShape

@@ -36,15 +36,14 @@ supported as its own factor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from dataclasses import dataclass, replace
+from typing import Mapping
 
 import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.compile.ops import DeepCopyOp, ViewOp
-from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.basic import Variable
 from pytensor.tensor.basic import Join, MakeVector
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise

@@ -44,7 +44,6 @@ that order. The sums are exact enumerations, limited by :data:`MAX_ENUMERATION`.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
 import numbers
@@ -54,7 +53,7 @@ import arviz as az
 import numpy as np
 from scipy import special as sc
 
-from pymc_dp.core import _exact_rng, _versions, draws_dataset, ledger_state
+from pymc_dp.core import _exact_rng, draws_dataset, ledger_state
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import DomainError
 from pymc_dp.ledger import Ledger

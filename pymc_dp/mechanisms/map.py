@@ -32,7 +32,7 @@ import pymc as pm
 
 from pymc_dp import accounting
 from pymc_dp.certificate import Certificate
-from pymc_dp.core import SPLITS, PrivateModel, _check_budget, _check_ledger, _exact_rng, _same_order
+from pymc_dp.core import SPLITS, PrivateModel, _check_budget, _check_ledger, _same_order
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import BudgetExceededError, NotConjugateError, PrivacyError
 from pymc_dp.ledger import Ledger

@@ -52,11 +52,9 @@ from pymc_dp.mechanisms.statistics import (
     Statistic,
     _Factor,
     _is_dask,
-    _reads_free_rv,
     _square_span,
     observe_noisy,
 )
-from pymc_dp.units import describe_unit
 
 __all__ = ["NoisyRegression"]
 

@@ -59,7 +59,7 @@ from pytensor.tensor.random.basic import BernoulliRV, BinomialRV, NormalRV, Pois
 
 from pymc_dp.core import PrivateModel, _check_budget, _check_ledger, _versions, ledger_state
 from pymc_dp.domains import Domain, Integers, Interval
-from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
+from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
