@@ -783,8 +783,9 @@ class Recommendation:
     reason : str
         Why, in words a user can check.
     variance_inflation : dict of str to float
-        For the noisy-statistics path: per statistic, ``1 + 2 b_j^2 / (n Var(t_j))``, the factor
-        by which the Laplace noise inflates the statistic's sampling variance (``Var(t_j)`` under
+        For the noisy-statistics path: per statistic, ``1 + Var(noise_j) / (n Var(t_j))`` (``2 b_j^2``
+        for Laplace, ``s_j^2`` for Gaussian noise), the factor by which the noise inflates the
+        statistic's sampling variance (``Var(t_j)`` under
         the prior predictive, which is public). Empty when that path does not apply.
     """
 
@@ -804,6 +805,7 @@ def recommend(
     unit: str | Users = "record",
     public: Sequence[str] = (),
     random_seed: int = 0,
+    delta: float = 0.0,
 ) -> Recommendation:
     """Say which private path is expected to serve ``model`` better, from public facts only.
 
@@ -818,10 +820,10 @@ def recommend(
     * Otherwise :func:`pymc_dp.make_private` (posterior sampling), with the reason the
       noisy-statistics path does not apply.
 
-    The user can still pick either path.
+    The user can still pick either path. ``delta > 0`` advises on the Gaussian-noise release.
     """
     try:
-        mech = noisy_statistics(model, epsilon=epsilon, data=data, unit=unit, public=public, ledger=None)
+        mech = noisy_statistics(model, epsilon=epsilon, delta=delta, data=data, unit=unit, public=public, ledger=None)
     except (UnsupportedFactorError, DomainError, NotImplementedError) as err:
         return Recommendation(
             "make_private",
@@ -843,11 +845,11 @@ def recommend(
         for s, t in zip(f.family.statistics, per_record):
             var = float(np.mean(np.var(t.reshape(t.shape[0], -1), axis=1)))
             b = mech.noise_scales[s.name]
-            inflation[s.name] = 1.0 + 2.0 * b * b / (n * var) if var > 0 else math.inf
+            inflation[s.name] = 1.0 + _noise_variance(mech, b) / (n * var) if var > 0 else math.inf
     worst = max(inflation.values())
     reason = (
         "every private factor is an iid observation of a supported family: the noisy sufficient "
-        "statistics are released once and the posterior given them is calibrated; the Laplace noise "
+        f"statistics are released once and the posterior given them is calibrated; the {mech.noise.capitalize()} noise "
         f"inflates the statistics' sampling variance by at most {worst:.3g}x at epsilon = {float(epsilon):g}"
     )
     return Recommendation("noisy_statistics", reason, inflation)
@@ -880,6 +882,11 @@ def _recommend_counts(mech, epsilon: float, random_seed: int) -> Recommendation:
     return Recommendation("noisy_statistics", reason, inflation)
 
 
+def _noise_variance(mech, scale: float) -> float:
+    """The variance of one statistic's noise: ``2 b^2`` for Laplace(b), ``s^2`` for Gaussian(s)."""
+    return scale * scale if getattr(mech, "noise", "laplace") == "gaussian" else 2.0 * scale * scale
+
+
 def _recommend_regression(mech, epsilon: float) -> Recommendation:
     """A regression's advice from public facts only. The prior predictive would read the private
     covariates, so the per-record variance of each statistic's term is bounded by ``(span/2)^2``
@@ -888,10 +895,10 @@ def _recommend_regression(mech, epsilon: float) -> Recommendation:
     inflation = {}
     for _, s in mech.statistics:
         b = mech.noise_scales[s.name]
-        inflation[s.name] = 1.0 + 2.0 * b * b / (n * (s.span / 2.0) ** 2)
+        inflation[s.name] = 1.0 + _noise_variance(mech, b) / (n * (s.span / 2.0) ** 2)
     reason = (
         "the private data enter a Normal regression through Z'Z, Z'y and y'y: they are released once and the "
-        "noise-aware posterior given them is calibrated; the Laplace noise inflates those statistics' sampling "
+        f"noise-aware posterior given them is calibrated; the {mech.noise.capitalize()} noise inflates those statistics' sampling "
         f"variance by at least {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g} (a lower bound: "
         "the covariates are private, so their spread is bounded by the domains, not simulated)"
     )

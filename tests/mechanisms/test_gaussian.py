@@ -106,3 +106,12 @@ def test_regression_takes_gaussian_noise():
     gauss.released = {s.name: 0.0 for _, s in gauss.statistics}
     noisy = gauss.noise_aware_model()
     assert type(noisy["_nss_y_noisy"].owner.op).__name__ == "NormalRV"
+
+
+def test_recommend_advises_on_the_gaussian_release():
+    model, domains = normal_free_scale(n=200, seed=5)
+    lap = pymc_dp.recommend(model, epsilon=1.0, data=domains)
+    gauss = pymc_dp.recommend(model, epsilon=1.0, delta=DELTA, data=domains)
+    assert gauss.path == "noisy_statistics" and "Gaussian noise" in gauss.reason
+    # two statistics at delta = 1e-6: Gaussian noise costs more than Laplace here
+    assert gauss.variance_inflation["sum(x)"] > lap.variance_inflation["sum(x)"] > 1
