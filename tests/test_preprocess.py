@@ -164,3 +164,17 @@ def test_noisy_regression_on_standardised_data_shares_the_budget():
     assert type(scaled).__name__ == "NoisyRegression"
     assert scaled.dataset_id == std._source_id == raw.dataset_id  # one dataset, one budget
     assert "standardized" in scaled.domains["X"].to_dict()
+
+
+def test_sensitivity_follows_the_unit():
+    rng = np.random.default_rng(6)
+    data = {"X": rng.uniform(0, 1, (30, 2)), "y": rng.uniform(0, 1, 30)}
+    domains = {"X": pymc_dp.Box(0, 1), "y": pymc_dp.Interval(0, 1)}
+    record = pymc_dp.standardize(data, data=domains, epsilon=1.0, ledger=None)
+    users = pymc_dp.standardize(data, data=domains, epsilon=1.0, ledger=None, unit=pymc_dp.Users(max_rows=3))
+    attribute = pymc_dp.standardize(data, data=domains, epsilon=1.0, ledger=None, unit="attribute")
+    centre_only = pymc_dp.standardize(data, data=domains, epsilon=1.0, ledger=None, scale=False)
+    assert record.sensitivity == pytest.approx(3 * preprocess.COLUMN_SENSITIVITY)  # three columns
+    assert users.sensitivity == pytest.approx(3 * record.sensitivity)
+    assert attribute.sensitivity == pytest.approx(preprocess.COLUMN_SENSITIVITY)
+    assert centre_only.sensitivity == pytest.approx(3.0) and np.all(centre_only.scale["X"] == 1.0)
