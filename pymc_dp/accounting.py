@@ -4,8 +4,8 @@ Kept ignorant of mechanisms (as Opacus keeps its accountant): it sees pure-DP ev
 nothing else. Each exact posterior draw of a model whose per-draw loss is ``Delta`` is a
 ``2 Delta``-DP event (ALT 2014 Thm 2, JMLR 2017 Thm 8); a release of N draws composes N of them.
 
-Two valid bounds are computed for every release, and the smaller one is used (DESIGN.md
-section 2):
+Two valid bounds are computed for every release, and the smaller one is used
+(docs/theory/guarantee.md#composition):
 
 * **basic** composition: ``(N eps0, 0)``-DP;
 * the **exact optimal** composition of N pure ``eps0``-DP mechanisms (Kairouz, Oh & Viswanath

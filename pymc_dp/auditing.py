@@ -2,7 +2,7 @@
 
 ``audit(private_model)`` looks for neighbouring datasets whose released distributions differ by
 more than the certificate allows. One exact posterior draw is claimed ``eps0 = 2 Delta``-DP
-(DESIGN.md section 2): for every pair of neighbours ``x, y`` (differing in one privacy unit) and
+(docs/theory/guarantee.md): for every pair of neighbours ``x, y`` (differing in one privacy unit) and
 every parameter value ``theta``,
 
 .. math::  |\\ln \\xi(\\theta | x) - \\ln \\xi(\\theta | y)| \\le \\varepsilon_0 ,

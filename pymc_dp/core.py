@@ -83,7 +83,7 @@ def _versions() -> dict[str, str]:
     }
 
 
-#: budget splits (DESIGN.md 5.2): maximise the prior mass kept, or equal shares
+#: budget splits (docs/theory/truncation.md#split): maximise the prior mass kept, or equal shares
 SPLITS = ("optimised", "equal")
 
 
@@ -367,7 +367,7 @@ class PrivateModel:
         refuse_lagged_copies(values, self.unit, min_overlap=20, min_distinct=3)
 
     def _split(self, ctx, eps0: float, split: str) -> BudgetSplit:
-        """Per-factor shares of ``Delta = eps0 / 2`` and the regions they give (DESIGN.md 5.2).
+        """Per-factor shares of ``Delta = eps0 / 2`` and the regions they give (docs/theory/truncation.md#split).
 
         A user unit is ``m`` records: its factors share ``Delta / m`` as records do.
         """
@@ -412,7 +412,7 @@ class PrivateModel:
         )
 
     def _certify_bounds(self, ctx, bounds):
-        """Explicit truncation (DESIGN.md 5.5): each named free RV is restricted to its bounds,
+        """Explicit truncation (docs/theory/truncation.md#explicit-bounds): each named free RV is restricted to its bounds,
         and each factor's constant is the certified sup of its rule over that box (the region
         rules of :mod:`pymc_dp.rules.region`); epsilon follows from them."""
         from pymc_dp.boxes import BoxModel, _Unsupported
@@ -1008,7 +1008,7 @@ def private(
         Each private ``pm.Data`` container's name and the public domain of its records.
     delta : float, default 0
         The delta of (epsilon, delta)-DP. With ``delta > 0`` the draws compose by the exact
-        optimal composition of pure-DP mechanisms (DESIGN.md section 2), which gives each
+        optimal composition of pure-DP mechanisms (docs/theory/guarantee.md#composition), which gives each
         draw a larger share than ``epsilon / draws``; with ``delta = 0`` composition is basic.
     unit : {"record", "attribute"} or Users
         What neighbouring datasets differ in: a row of every private container, one
@@ -1023,7 +1023,7 @@ def private(
         ``pm.Data`` containers that are not private.
     split : {"optimised", "equal"}
         How the per-draw loss is shared among the factors: the split that keeps the most prior
-        mass (DESIGN.md 5.2; the equal split's mass is reported beside it), or equal shares.
+        mass (docs/theory/truncation.md#split; the equal split's mass is reported beside it), or equal shares.
     ledger : Ledger, "default" or None
         Where releases are recorded and charged. ``"default"``: a ledger in your data
         directory (``PYMC_DP_LEDGER`` overrides the path) with no total, which records every

@@ -1,9 +1,9 @@
 """Exact samplers for truncated conjugate models.
 
-The DP theorem of DESIGN.md section 2 (one posterior draw is ``2 Delta``-DP) is a statement about
+The DP theorem of docs/theory/guarantee.md (one posterior draw is ``2 Delta``-DP) is a statement about
 *exact* posterior draws. When the truncated model is conjugate, the posterior of every free RV is
 a known family restricted to Theta_L, and this module draws from it exactly and independently,
-with no Markov chain at all (DESIGN.md section 6):
+with no Markov chain at all (docs/theory/truncation.md#exact-samplers):
 
 =====================  =============================================  ============================
 prior                  likelihood factors (the conjugate parameter)   posterior on Theta_L
@@ -26,7 +26,7 @@ Samplers (all exact; no MCMC anywhere):
 * truncated Beta / Gamma / Normal -- inverse CDF, *two-sided*: the interval is split at the
   median, the part below it is sampled with the CDF and its inverse, the part above with the
   survival function and its inverse (``betainccinv``, ``gammainccinv``), so that an interval far in
-  either tail keeps full relative precision (DESIGN.md section 13: otherwise every draw rounds to
+  either tail keeps full relative precision (docs/theory/pitfalls.md#tail-precision: otherwise every draw rounds to
   the bound). The Normal works in log space throughout (``log_ndtr`` / ``ndtri_exp``). Where the
   tail mass of a Beta or Gamma piece underflows (below 1e-280), the piece is sampled by exact
   rejection from the tangent of the log-density at its near end, in the coordinate where the

@@ -1,6 +1,6 @@
 """Lift per-factor Lipschitz constants through the model's DAG to the loss of one draw.
 
-AAAI 2016 Lemmas 2-3, JMLR 2017 Lemma 24 (DESIGN.md section 3). Factor ``j`` reads the private
+AAAI 2016 Lemmas 2-3, JMLR 2017 Lemma 24 (docs/theory/lift.md). Factor ``j`` reads the private
 containers ``reads_j`` and changes by at most ``L_j`` when the record it reads changes.
 
 * ``record`` unit (one row of every private container changes): ``Delta = sum_j L_j``;

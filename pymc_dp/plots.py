@@ -118,7 +118,7 @@ def plot_epsilon_vs_draws(
     Each exact posterior draw of the private model is ``eps0``-DP (the certificate's
     ``epsilon_per_draw``, fixed by the truncation); releasing N of them costs ``N eps0``
     (basic composition) or, at a ``delta > 0``, the exact optimal composition of N pure-DP
-    mechanisms (DESIGN.md section 2). The release's own N and epsilon are marked.
+    mechanisms (docs/theory/guarantee.md#composition). The release's own N and epsilon are marked.
 
     Parameters
     ----------

@@ -8,10 +8,10 @@ self-contained HTML (:meth:`PrivacyReport.to_html`, ``_repr_html_`` for Jupyter)
 
 Every number in a report is derived from public metadata only: the certificate, the release's
 public facts, and the released draws. Never from the private data, the ledger's dataset
-fingerprint, the random seed or unreleased draws (DESIGN.md section 7).
+fingerprint, the random seed or unreleased draws (docs/theory/release.md).
 
 The interpretive bounds (JMLR 2017 = Dimitrakakis et al., *Differential Privacy for Bayesian
-Inference through Posterior Sampling*; DESIGN.md section 10) are small functions here:
+Inference through Posterior Sampling*; docs/theory/report_bounds.md) are small functions here:
 :func:`kl_robustness_bound` (Thm 7), :func:`distinguishability_threshold` (Thm 13),
 :func:`utility_sampling_term` (Lemma 11) and :func:`prior_mass_term` (Thm 17). In the paper,
 ``L`` is the constant of its Assumption 1 (``|ln p_theta(x) - ln p_theta(y)| <= L rho(x, y)`` on
@@ -60,7 +60,7 @@ _REL_TOL = 1e-9
 
 # =========================================================================== bounds
 def kl_robustness_bound(delta_per_draw: float, rho: float = 1.0) -> float:
-    """KL robustness of the posterior (JMLR 2017 Thm 7.1; ALT 2014 Thm 1; DESIGN.md section 10).
+    """KL robustness of the posterior (JMLR 2017 Thm 7.1; ALT 2014 Thm 1; docs/theory/report_bounds.md#kl).
 
     ``D(xi(.|x) || xi(.|y)) <= 2 Delta rho(x, y)``.
 
@@ -70,7 +70,7 @@ def kl_robustness_bound(delta_per_draw: float, rho: float = 1.0) -> float:
     the prior's support, which the truncation to Theta_L guarantees with ``Delta = eps0 / 2``)
     the first term is at most ``Delta rho`` for every theta, and so is the second, because
     ``phi(y) <= exp(Delta rho) phi(x)``. Integrating against ``xi(.|x)`` gives the bound. The
-    paper and DESIGN.md agree on the constant 2. It holds for exact posterior draws.
+    paper and docs/theory/report_bounds.md agree on the constant 2. It holds for exact posterior draws.
 
     Parameters
     ----------
@@ -87,7 +87,7 @@ def kl_robustness_bound(delta_per_draw: float, rho: float = 1.0) -> float:
 
 def distinguishability_threshold(delta_per_draw: float, draws: int, confidence_delta: float = 0.05) -> float:
     """How far apart datasets must be before N draws let an adversary tell them apart
-    (JMLR 2017 Thm 13 under Assumption 1; DESIGN.md section 10).
+    (JMLR 2017 Thm 13 under Assumption 1; docs/theory/report_bounds.md#distinguishability).
 
     An adversary who sees the N released draws and forms their empirical distribution can
     separate the posteriors of ``x`` and ``y`` with confidence ``1 - delta`` only when
@@ -101,7 +101,7 @@ def distinguishability_threshold(delta_per_draw: float, draws: int, confidence_d
     ``sqrt(3 ln(1/delta) / N)`` of the truth in l1 with probability ``1 - delta`` (Lemma 12,
     after Weissman et al. 2003). Separating the two posteriors needs their distance to exceed that
     error: ``4 Delta rho >= 3 ln(1/delta) / N``. The paper words the theorem "can distinguish
-    ... if", but the proof gives a *necessary* condition; DESIGN.md's "only when" is used here.
+    ... if", but the proof gives a *necessary* condition; docs/theory/report_bounds.md's "only when" is used here.
     The statement is about this adversary (empirical distribution on a small partition);
     differential privacy (epsilon) is the guarantee against every adversary.
 
@@ -144,7 +144,7 @@ def utility_sampling_term(draws: int, confidence_delta: float = 0.05, responses:
     with probability ``1 - delta`` for one pair ``(q, r)``; the chosen answer maximises ``u_hat``,
     so it loses at most twice that. The paper states the deviation "for all r, q"; made
     rigorous for a query with a finite set of ``responses`` candidate answers, a union bound
-    replaces ``delta`` by ``delta / responses``. ``responses=1`` gives DESIGN.md's form
+    replaces ``delta`` by ``delta / responses``. ``responses=1`` gives docs/theory/report_bounds.md's form
     ``2 sqrt(ln(2/delta) / (2N))`` (exact for two complementary answers, whose averages move
     together). It assumes independent draws (exact sampling), and it measures the distance to
     the private posterior's answer; the cost of the truncation itself is :func:`prior_mass_term`.
@@ -172,7 +172,7 @@ def prior_mass_term(prior_mass_kept: float) -> float:
 
 
 def lifted_delta(factors: list[Mapping[str, Any]], unit: str, rows_per_unit: int = 1) -> float:
-    """``Delta`` of one draw from the certificate's per-factor constants (DESIGN.md section 3).
+    """``Delta`` of one draw from the certificate's per-factor constants (docs/theory/lift.md).
 
     ``record``: ``sum_j L_j``; ``attribute``: ``max_k sum_{j reads k} L_j``; ``user`` (at most
     ``m`` rows): ``m sum_j L_j``. A consistency check: it must not exceed ``eps0 / 2``.

@@ -26,7 +26,7 @@ maximising it, and ``a_hat`` the action PSAQR returns from N **iid** draws, for 
 Proof: if ``u(a_hat) < u(a*) - t`` then ``u_hat(a_hat) >= u_hat(a*)``, so either
 ``u_hat(a*) <= u(a*) - t/2`` or ``u_hat(a) >= u(a) + t/2`` for some ``a != a*``: K one-sided
 Hoeffding events of probability ``<= exp(-N t^2 / 2)`` each. For ``K = 2`` this is exactly the
-``2 sqrt(ln(2/delta) / (2N))`` of JMLR Lemma 11 (DESIGN.md section 10). The paper's proof applies
+``2 sqrt(ln(2/delta) / (2N))`` of JMLR Lemma 11 (docs/theory/report_bounds.md#lemma-11). The paper's proof applies
 Hoeffding's inequality "for all r" without a union bound, which holds for one action but not for
 the maximum over many: with ``K > 2`` actions the ``ln(2/delta)`` form is not justified, and
 this module reports the ``ln(K/delta)`` form. With ``K = 1`` the gap is 0. In addition, with

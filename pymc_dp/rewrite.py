@@ -8,9 +8,10 @@ replaced, and a *new* model is built; the user's model is never mutated.
   ``Interval(lower, upper)`` transform. The sampler then only visits the interval, and the
   posterior is the original posterior restricted to it (the prior is restricted jointly, not
   renormalised per conditional).
-* :class:`~pymc_dp.truncate.NormBallConstraint` -- a polar reparametrisation (DESIGN.md section
-  5.3): ``w = rho * u`` with ``u = z / ||z||`` (``z`` standard Normal for l2, standard Laplace for
-  l1, whose normalisation has the cone measure), ``rho = B * sigmoid(t)`` with ``t`` flat, and a
+* :class:`~pymc_dp.truncate.NormBallConstraint` -- a polar reparametrisation
+  (docs/theory/truncation.md#norm-balls): ``w = rho * u`` with ``u = z / ||z||`` (``z`` standard
+  Normal for l2, standard Laplace for l1, whose normalisation has the cone measure),
+  ``rho = B * sigmoid(t)`` with ``t`` flat, and a
   ``Potential`` carrying the prior density of ``w``, the polar Jacobian ``(d - 1) ln rho`` and
   ``ln |d rho / d t|``. A hard wall on ``||w||`` makes NUTS diverge; this samples cleanly.
 * :class:`~pymc_dp.truncate.PotentialConstraint` -- a ``Potential`` that is 0 inside and -inf

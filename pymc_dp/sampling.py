@@ -3,7 +3,7 @@
 Only the posterior draws of the model's free RVs and Deterministics leave :func:`run_mcmc`, as a
 fresh ``xarray.Dataset`` without attributes; everything else a sampler returns (sample stats,
 observed and constant data, warm-up draws, timings, library attrs) is dropped here and never
-reaches a release (DESIGN.md section 7).
+reaches a release (docs/theory/release.md).
 
 Every backend starts inside Theta_L. ``pm.sample`` hands ``initvals`` to PyMC's NUTS and to its
 JAX samplers (numpyro, blackjax), but not to nutpie (it warns and starts from the model's default

@@ -4,7 +4,7 @@ JMLR 2017 Thm 17: the utility loss of posterior sampling on the truncated prior 
 ``O(1 - xi(Theta_L)) + sqrt(ln(1/delta)/N)``, where ``xi(Theta_L)`` is the prior mass of the
 region the budget allows. Factor j's share ``L_j`` becomes a region ``Theta_{L_j}`` (its
 truncation, :func:`pymc_dp.truncate.solve_factor`); the model's region is their intersection.
-Any split with ``lift(L, reads, unit) <= Delta`` is valid (DESIGN.md section 3); this module
+Any split with ``lift(L, reads, unit) <= Delta`` is valid (docs/theory/lift.md); this module
 chooses the one whose intersection keeps the most prior mass.
 
 **Feasible set and its boundary.** A region never shrinks when its share grows, so the best

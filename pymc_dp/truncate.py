@@ -7,7 +7,7 @@ the free RVs the factor reads. Solvers are tried from the most specific to the m
    on ``w`` (l2 for Ball rows, weighted l1 for Box rows), an interval on a free intercept, a
    lower bound on a free scale. Sampled through a polar transform, not a wall.
 2. :func:`solve_location_scale` -- location and scale both free RVs (Normal, Laplace, StudentT,
-   Cauchy): the location in the data interval and the scale above ``s*`` (DESIGN.md section 4).
+   Cauchy): the location in the data interval and the scale above ``s*`` (docs/theory/families.md).
 3. :func:`solve_scalar` -- the factor reads one free RV: the sublevel set of ``t -> L_j(v = t)``
    around its minimiser, an interval truncation of every element of ``v``.
 4. :class:`PotentialConstraint` -- anything else: ``pm.Potential`` that is 0 inside
@@ -745,7 +745,7 @@ def solve_location_scale(factor: Factor, share: float, ctx: RegionContext) -> Fa
     For a location family with ``mu`` in the data interval, ``d <= w`` and L increases with d,
     so the worst location is an end of ``[a, b]``; L decreases with the scale, and ``s*``
     solves ``max(L(mu=a, s), L(mu=b, s)) = share`` (Normal: ``s* = (b - a) / sqrt(2 L)``,
-    DESIGN.md section 4).
+    docs/theory/families.md#normal).
     """
     info = factor.info
     if info is None or info.location is None or info.scale is None:

@@ -1,4 +1,4 @@
-"""Privacy units: what two neighbouring datasets differ in (DESIGN.md section 3).
+"""Privacy units: what two neighbouring datasets differ in (docs/theory/lift.md).
 
 * ``"record"`` -- one row of every private container (replace-one);
 * ``"attribute"`` -- one container's value in one row;

@@ -1,6 +1,6 @@
 """Composition of N pure-DP posterior draws, checked against exact computations.
 
-* the acceptance values of DESIGN.md section 2;
+* the acceptance values of docs/theory/guarantee.md#composition;
 * brute force: the hockey-stick divergence of N-fold randomized response, enumerated outcome by
   outcome (2^N of them), equals :func:`optimal_delta` (the curve is attained);
 * validity beyond randomized response: N-fold compositions of other eps0-DP mechanisms,

@@ -201,7 +201,7 @@ def test_exact_audit_user_unit(unit):
 
 
 def test_exact_audit_is_tight_at_large_n():
-    """One draw is 2 Delta-DP and the factor 2 is necessary: the audit finds it (DESIGN.md 2)."""
+    """One draw is 2 Delta-DP and the factor 2 is necessary: the audit finds it (docs/theory/guarantee.md)."""
     pmod = private(models.coin(n=300), 1.0)
     res = audit(pmod)
     assert res.verdict == "pass"

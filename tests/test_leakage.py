@@ -6,7 +6,7 @@ Dirichlet-Categorical, location-scale Normal, Laplace, StudentT, LogNormal, Gamm
 likelihoods, linear and logistic regression on Ball or Box rows), with random sizes, data inside
 the domains, Deterministics (some reading private data, some a public container, some only free
 RVs), an unused public container, a prior read by no factor, a random privacy unit and budget,
-and the exact sampler or MCMC. For every release it checks (DESIGN.md section 7):
+and the exact sampler or MCMC. For every release it checks (docs/theory/release.md):
 
 * the only group is ``posterior``; it holds exactly the free RVs and the Deterministics that
   read no private data (no polar auxiliaries ``*__dp_*``, no ``*_interval__`` values, no

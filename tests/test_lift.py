@@ -1,4 +1,4 @@
-"""Lifting per-factor constants through the DAG (DESIGN.md section 3), checked by enumeration."""
+"""Lifting per-factor constants through the DAG (docs/theory/lift.md), checked by enumeration."""
 
 import itertools
 
@@ -50,7 +50,7 @@ def test_three_node_chain(unit):
 
     # brute force: every record pair (record unit) or pair differing in one coordinate (attribute
     # unit), every corner of the truncated parameter box. One draw's privacy loss is the
-    # oscillation of g = loglik(r) - loglik(s) over the region (DESIGN.md section 2b): a factor
+    # oscillation of g = loglik(r) - loglik(s) over the region (docs/theory/oscillation.md): a factor
     # certified by its oscillation may have sup |g| above its Delta, never sup g - inf g above
     # 2 Delta. g is a sum of terms monotone in one coordinate each, so its extremes are at corners.
     box = {}

@@ -103,7 +103,7 @@ def test_epsilon_vs_draws_from_a_number_and_with_delta_zero():
     ax2 = plots.plot_epsilon_vs_draws(0.1, max_draws=100)
     opt = lines_by_label(ax2)["optimal (delta=1e-06)"]  # the default delta of the curve
     x = list(opt.get_xdata())
-    assert opt.get_ydata()[x.index(100)] == pytest.approx(4.7746, abs=1e-4)  # DESIGN.md section 2
+    assert opt.get_ydata()[x.index(100)] == pytest.approx(4.7746, abs=1e-4)  # docs/theory/guarantee.md
     with pytest.raises(ValueError):
         plots.plot_epsilon_vs_draws(0.0)
 

@@ -60,7 +60,7 @@ def test_ties_go_to_the_first_action_and_one_action_has_no_gap():
 def test_bound_formula_is_lemma_11_for_two_actions_and_union_bounded_beyond():
     for n in (1, 10, 1000):
         for delta in (0.01, 0.05, 0.5):
-            paper = 2 * math.sqrt(math.log(2 / delta) / (2 * n))  # JMLR Lemma 11 / DESIGN.md 10
+            paper = 2 * math.sqrt(math.log(2 / delta) / (2 * n))  # JMLR Lemma 11 / docs/theory/report_bounds.md
             assert decision_bound(n, 2, delta) == pytest.approx(paper, rel=1e-15)
             assert decision_bound(n, 7, delta) == pytest.approx(2 * math.sqrt(math.log(7 / delta) / (2 * n)))
             assert decision_bound(n, 7, delta) > paper

@@ -1,4 +1,4 @@
-"""Mechanisms of the seed papers beside posterior sampling (DESIGN.md section 9).
+"""Mechanisms of the seed papers beside posterior sampling (docs/mechanisms.md).
 
 * :func:`laplace_updates` -- Laplace noise on a discrete Bayes network's posterior updates
   (AAAI 2016, Alg. 1);

@@ -1,7 +1,7 @@
 """Private MAP point estimates: the exponential mechanism with the prior as base measure.
 
 AAAI 2016 (Zhang, Rubinstein & Dimitrakakis, *On the Differential Privacy of Bayesian
-Inference*), Alg. 3 "Mechanism for MAP Point Estimates", Thm 4 and Cor. 4; DESIGN.md section 9.
+Inference*), Alg. 3 "Mechanism for MAP Point Estimates", Thm 4 and Cor. 4; docs/mechanisms.md.
 The mechanism outputs ``theta`` with density
 
 .. math:: q_x(\\theta) \\;\\propto\\; \\exp\\Bigl(\\frac{\\varepsilon_0\\, u(x, \\theta)}{2 \\Delta_u}\\Bigr)\\, \\xi_L(\\theta),
@@ -99,7 +99,7 @@ class PrivateMAP:
 
     1. *Sensitivity.* The truncation is built by :class:`~pymc_dp.PrivateModel` with per-draw
        loss ``2 Delta_u`` (one draw, ``delta = 0``): its certificate guarantees, by the exact
-       per-family rules lifted through the DAG (DESIGN.md sections 3-5), that for all neighbours
+       per-family rules lifted through the DAG (docs/theory/families.md, lift.md, truncation.md), that for all neighbours
        ``x ~ y`` the change ``g(theta) = ln p_theta(x) - ln p_theta(y)`` oscillates by at most
        ``2 Delta_u`` over the support Theta_L of ``xi_L``: ``sup g - inf g <= 2 Delta_u``, where
        ``Delta_u = certificate.epsilon_per_draw / 2`` of that model (:attr:`sensitivity`). (A

@@ -117,7 +117,7 @@ def _natural_range(p: Bounds, domain: Domain, xp):
     """Natural ``p``: the rule of ``discrete.categorical_range``, unchanged.
 
     ``ln p(x) = ln p_x``: over the classes the domain allows the range is
-    ``[ln min_x p_x, ln max_x p_x]`` and ``L = ln(max p / min p)`` (DESIGN.md section 4). When
+    ``[ln min_x p_x, ln max_x p_x]`` and ``L = ln(max p / min p)`` (docs/theory/families.md#categorical). When
     ``p`` reads private data (``pi[y]``, one simplex per class), ``p_x`` ranges over the
     per-component hull ``[p_lo_x, p_hi_x]``, and the extremes over the hull are the extremes over
     the rows themselves (each bound is a component of one row): exact.

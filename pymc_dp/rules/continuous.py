@@ -75,7 +75,7 @@ def normal_range(op, domain, params, xp):
     Derivation. ``ln phi = -ln sigma - ln(2 pi)/2 - |x - mu|^2 / (2 sigma^2)`` decreases in
     ``|x - mu|``, so its range is given by the smallest and largest distance
     (:func:`distance_range`). For a point mu: ``L = ((d + w)^2 - max(0, d - w)^2) / (2 sigma^2)``
-    (DESIGN.md section 4). For linear regression, ``mu in [b0 - R||w||, b0 + R||w||]`` and
+    (docs/theory/families.md#normal). For linear regression, ``mu in [b0 - R||w||, b0 + R||w||]`` and
     ``y in [-1, 1]``, ``b0 = 0``, ``R = 1``: ``L = (1 + ||w||)^2 / (2 sigma^2)``.
     """
     a, b = domain_interval(domain, "Normal")
@@ -93,7 +93,7 @@ def laplace_range(op, domain, params, xp):
     """Laplace(mu, s), x in [a, b].
 
     Derivation. ``ln p = -ln(2 s) - |x - mu| / s``: ``L = (d_max - d_min) / s``, for a point mu
-    ``(min(d, w) + w) / s <= (b - a) / s`` (DESIGN.md section 4).
+    ``(min(d, w) + w) / s <= (b - a) / s`` (docs/theory/families.md#laplace).
     """
     a, b = domain_interval(domain, "Laplace")
     mu, s = params
@@ -120,7 +120,7 @@ def studentt_range(op, domain, params, xp):
     """StudentT(nu, mu, sigma), x in [a, b].
 
     Derivation. With ``h(u) = (nu + 1)/2 ln(1 + u^2/nu)`` the log-density is ``C - h(|x-mu|/sigma)``,
-    decreasing in the distance: ``L = h(d_max/sigma) - h(d_min/sigma)`` (DESIGN.md section 4).
+    decreasing in the distance: ``L = h(d_max/sigma) - h(d_min/sigma)`` (docs/theory/families.md#studentt).
     Unlike the Normal, L is bounded in mu: ``sup_mu L = (nu + 1) asinh(w / (sigma sqrt(nu)))``.
     """
     a, b = domain_interval(domain, "StudentT")
@@ -162,7 +162,7 @@ def exponential_range(op, domain, params, xp):
     """Exponential with scale s = 1/lam, x in [a, b], a >= 0.
 
     Derivation. ``ln p = ln lam - lam x`` is linear in x: ``L = lam (b - a)`` (``lam B`` on
-    ``[0, B]``, DESIGN.md section 4).
+    ``[0, B]``, docs/theory/families.md#exponential).
     """
     a, b = domain_interval(domain, "Exponential")
     _nonnegative(a, "Exponential")
@@ -226,7 +226,7 @@ def gamma_range(op, domain, params, xp):
     Derivation, natural scale. Up to constants ``g(x) = (k - 1) ln x - x / theta``. Its only
     stationary point is ``(k - 1) theta``; g is concave for ``k >= 1`` and monotone for ``k < 1``,
     so its range on ``[a, b]`` is the range over ``{a, b, clip((k - 1) theta, a, b)}``
-    (DESIGN.md section 4).
+    (docs/theory/families.md#gamma).
 
     Derivation, log-mean window (glm_rules section 6). With ``v = ln x``,
     ``ln p = [k ln k - lnGamma(k)] + (k - 1) v - k t - k e^(v - t)``; the bracket is the same for
@@ -296,7 +296,7 @@ def lognormal_range(op, domain, params, xp):
     Derivation. In ``u = ln x`` the log-density is ``-u - ln s - ln(2 pi)/2 - (u - mu)^2/(2 s^2)``:
     the Jacobian ``-ln x`` is part of it. Completing the square, for a point mu it is a Normal
     log-density in u centred at ``mu - s^2``, so the range over ``[ln lo, ln hi]`` is at the ends
-    and at ``clip(mu - s^2)``. Dropping the Jacobian is *invalid* (DESIGN.md section 4: on
+    and at ``clip(mu - s^2)``. Dropping the Jacobian is *invalid* (docs/theory/families.md#lognormal-jacobian: on
     [1, 10], mu = ln sqrt(10), s = 0.5 the truth is 3.93, the naive Normal rule 2.65). For a
     window of mu the range over ``(u, mu)`` is :func:`_lognormal_f_range` (top at
     ``u = clip(m_lo - s^2)``, ``mu = clip(u, m_lo, m_hi)``; bottom at a corner); every point of

@@ -78,7 +78,7 @@ def bernoulli_range(op, domain, params, xp):
     ``ln p(0) = ln sigmoid(-eta)`` (decreasing). Over ``eta in [eta_lo, eta_hi]`` and both
     values of x, the largest log-mass is ``max(ln s(eta_hi), ln s(-eta_lo))`` and the smallest
     ``min(ln s(eta_lo), ln s(-eta_hi))``. For a point ``eta`` this gives ``L = |logit p|``
-    (DESIGN.md section 4); for a logistic regression ``eta in [b - R||w||, b + R||w||]`` it gives
+    (docs/theory/families.md#bernoulli); for a logistic regression ``eta in [b - R||w||, b + R||w||]`` it gives
     ``L = |b| + R||w||``. Computed with log-sigmoid, not ``log(1 - sigmoid)``, which loses
     precision near ``|eta| ~ 30``.
     """
@@ -173,7 +173,7 @@ def binomial_range(op, domain, params, xp):
 
     Derivation. The pmf is log-concave in x, so over an integer interval its largest value is at
     the mode ``floor((n+1)p)`` clipped to the interval and its smallest at an end. With
-    ``{lo..hi} = {0..n}`` this is DESIGN.md's ``ln Bin(k; m, p) - m ln min(p, 1-p)``; its minimum,
+    ``{lo..hi} = {0..n}`` this is ``ln Bin(k; m, p) - m ln min(p, 1-p)`` (docs/theory/families.md); its minimum,
     ``ln C(m, floor(m/2))`` at ``p = 1/2``, is why a whole Binomial count cannot be one record
     of a small budget (:func:`min_lipschitz`). For ``p`` in an interval (``theta[y]``, or a
     window ``u = logit p in [u_lo, u_hi]``): ``ln pmf(x; u) = ln C(n, x) + x u - n softplus(u)``
@@ -239,7 +239,7 @@ def categorical_range(op, domain, params, xp):
     """Categorical(p) over K classes, x in {lo..hi} subset of {0..K-1} (larger domains are refused).
 
     Derivation. ``ln p(x) = ln p_x``: over the classes the domain allows, the range is
-    ``[ln min_x p_x, ln max_x p_x]`` and ``L = ln(max p / min p)`` (DESIGN.md section 4). When
+    ``[ln min_x p_x, ln max_x p_x]`` and ``L = ln(max p / min p)`` (docs/theory/families.md#categorical). When
     ``p`` reads private data (``pi[y]``, one simplex per class), ``p_x`` ranges over the
     per-component hull ``[p_lo_x, p_hi_x]``, and the extremes over the hull are the extremes over
     the rows themselves.
@@ -298,14 +298,14 @@ def poisson_range(op, domain, params, xp):
 
     Derivation (point). ``f(x) = x ln mu - mu - ln x!`` is concave in x (the pmf is log-concave):
     the largest value is at the mode ``floor(mu)`` clipped to the domain, the smallest at an end.
-    With ``lo = 0`` this is DESIGN.md's ``max_x f(x) - min(0, f(M))``. L is valley-shaped in mu
+    With ``lo = 0`` this is ``max_x f(x) - min(0, f(M))`` (docs/theory/families.md#poisson). L is valley-shaped in mu
     and never 0 (``M = 10``: at least 2.86; :func:`min_lipschitz`).
 
-    Derivation (window ``t in [t_lo, t_hi]``, DESIGN.md section 4 "Poisson regression"; the
+    Derivation (window ``t in [t_lo, t_hi]``, docs/theory/families.md#poisson-regression; the
     record's count and its covariates vary independently). ``g(y, t) = y t - e^t - ln y!`` is
     concave in t with its peak at ``t = ln y``: the smallest value over the box is at a corner
     (t at an end by concavity, y at an end by log-concavity), and the largest is
-    ``max_y G(y)``, ``G(y) = g(y, clip(ln y, t_lo, t_hi))`` (y = 0 at ``t_lo``). DESIGN.md
+    ``max_y G(y)``, ``G(y) = g(y, clip(ln y, t_lo, t_hi))`` (y = 0 at ``t_lo``). docs/theory/families.md
     enumerates y (O(M)); G is unimodal with its peak at ``y_c = ceil(e^{t_lo}) - 1``, so four
     candidates around ``floor(e^{t_lo})`` suffice (O(1)):
 
@@ -350,7 +350,7 @@ def geometric_range(op, domain, params, xp):
     """Geometric(p): number of trials up to the first success, x in {lo..hi}, lo >= 1.
 
     Derivation. ``ln p(x) = ln p + (x - 1) ln(1 - p)`` is linear and decreasing in x, so
-    ``L = -(hi - lo) ln(1 - p)``. (DESIGN.md counts failures from 0 to M, which is the same rule
+    ``L = -(hi - lo) ln(1 - p)``. (docs/theory/families.md counts failures from 0 to M, which is the same rule
     with ``hi - lo = M``.)
     """
     lo_x, hi_x = integer_domain(domain, "Geometric", support_lo=1)
@@ -525,7 +525,7 @@ register_region(
 
 # Poisson. Window of ``ln mu``: ends (lemma C). Span of mu (a free rate): ends -- with
 # ``u = ln mu``, ``ln pmf(x) = (x u - ln x!) - e^u``; ``e^u`` cancels in every pair difference, so
-# ``L(u)`` is convex in u (valley-shaped, DESIGN.md) and quasi-convex in mu.
+# ``L(u)`` is convex in u (valley-shaped, docs/theory/families.md#poisson) and quasi-convex in mu.
 register_region(
     PoissonRV,
     RegionSpec(window="ends", params={"mu": "ends"}, custom=link_region("Poisson", ("log-mean",), {"mu": "ends"})),
@@ -636,7 +636,7 @@ def poisson_min_lipschitz(op, domain, params) -> float | None:
 
     Proof: ``ln pmf = (x u - ln x!) - e^u`` with ``u = ln mu``: the log-linear case of
     :func:`_log_linear_floor_point` with ``c_x = -ln x!`` concave. At ``mu*`` the two ends of the
-    domain are equally likely. ``{0..10}``: 2.862 at ``mu* = 4.53`` (DESIGN.md: 2.86). A window of
+    domain are equally likely. ``{0..10}``: 2.862 at ``mu* = 4.53`` (docs/theory/families.md: 2.86). A window of
     ``ln mu`` only widens the range (lemma B), so the floor holds for Poisson regression too.
     None on a one- or two-value domain (``L(mu*) = 0``).
     """
@@ -660,7 +660,7 @@ def binomial_min_lipschitz(op, domain, params) -> float | None:
 
     Proof: ``ln pmf = ln C(n, x) + x u - n softplus(u)``, ``u = logit p``: the log-linear case of
     :func:`_log_linear_floor_point` (``ln C(n, x)`` concave). On ``{0..n}``, ``u* = 0`` and the
-    floor is ``ln C(n, floor(n/2))`` (DESIGN.md; n = 10: 5.53). A free n: None.
+    floor is ``ln C(n, floor(n/2))`` (docs/theory/families.md#binomial; n = 10: 5.53). A free n: None.
     """
     fixed = _fixed_params(params)
     if fixed is not None:

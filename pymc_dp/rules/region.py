@@ -4,7 +4,7 @@ A per-record rule (:func:`~pymc_dp.rules.base.log_density_range`) gives ``L(thet
 parameter value. A truncation is a *region* of parameter values, and what the certificate needs
 is ``sup_{theta in region} L(theta)``. This module computes that sup from the per-record rule and
 a small, proved description of how ``L`` moves with each parameter (:class:`RegionSpec`),
-registered per RV Op next to the rule (``glm_rules`` derivations, ``docs/rules.md``).
+registered per RV Op next to the rule (``glm_rules`` derivations, ``docs/rules/README.md``).
 
 Parameters of a factor over a region come in two kinds:
 

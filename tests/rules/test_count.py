@@ -134,7 +134,7 @@ def test_poisson_log_mean_window_exact(t_lo, t_hi, domain):
 
 
 def _poisson_window_enumerated(t_lo, t_hi, lo, hi):
-    """DESIGN.md's O(M) formula with scipy: max_y g(y, clip(ln y)), min over the four corners."""
+    """docs/theory/families.md's O(M) formula with scipy: max_y g(y, clip(ln y)), min over the four corners."""
     y = np.arange(lo, hi + 1)
     t_y = np.where(y > 0, np.clip(np.log(np.maximum(y, 1)), t_lo, t_hi), t_lo)
     top = stats.poisson.logpmf(y, np.exp(t_y)).max()
@@ -584,7 +584,7 @@ def test_beta_binomial_region_refusals():
 # --------------------------------------------------------------------------- smallest constants
 
 def test_poisson_floor():
-    """{0..10}: 2.8637 (DESIGN.md: 2.86) at mu* = (10!)^(1/10); below every value of a dense mu
+    """{0..10}: 2.8637 (docs/theory/families.md: 2.86) at mu* = (10!)^(1/10); below every value of a dense mu
     grid and within the grid's resolution of its minimum; None where L can be 0."""
     op = op_of("Poisson")
     for dom in (Integers(0, 10), Integers(5, 20), Integers(0, 3), Integers(30, 80)):

@@ -373,7 +373,7 @@ def test_categorical_rows_exact(rows, domain):
     assert_exact(rule, brute, label="Categorical rows")
 
 
-# --------------------------------------------------------------------------- DESIGN.md checks
+# ------------------------------------------------------------- docs/theory/families.md checks
 
 def test_binomial_half_minimises_L():
     """Binomial m = 10: ``L(p) >= L(1/2) = ln C(10, 5)``, so a whole count is a costly record."""
