@@ -136,6 +136,14 @@ def _columns(name: str, values: np.ndarray, domain: Domain) -> tuple[np.ndarray,
     )
 
 
+def _as_pm_data(value) -> np.ndarray:
+    """``value`` with the dtype ``pm.Data`` gives it (PyMC's ``convert_data``), so that the ledger's
+    fingerprint of these arrays equals that of the model's containers holding them."""
+    from pymc.pytensorf import convert_data
+
+    return np.asarray(convert_data(np.asarray(value)))
+
+
 def normalized_statistics(values: Mapping[str, np.ndarray], bounds: Mapping[str, tuple], scale: bool) -> np.ndarray:
     """The released vector before noise: per container, per column, ``sum u / 2`` and (when
     scaling) ``sum u**2``, with ``u = (x - mid) / half_width`` in ``[-1, 1]``.
@@ -225,7 +233,8 @@ def standardize(
             raise DomainError(f"standardize: the domain of {name!r} must be a pymc_dp domain, got {dom!r}.")
         if getattr(dom, "preprocessing", None) is not None:
             raise DomainError(f"standardize: {name!r} is already standardised; pass the original values and domains.")
-        arr = np.asarray(values[name])
+        # as pm.Data will hold it (integers become int32 there): the fingerprints must match the model's
+        arr = _as_pm_data(values[name])
         dom.validate(name, arr)
         arrays[name] = arr
     chosen = [n for n in data if isinstance(data[n], (Interval, Box))] if columns is None else list(columns)
@@ -277,13 +286,13 @@ def standardize(
         else:
             s = np.ones(k)
         center[name], spread[name] = m, s
-        x = arrays[name].astype(float)
+        x = arrays[name].astype(float)  # float64, which pm.Data keeps (floatX)
         if isinstance(data[name], Interval):
-            new_values[name] = (x - m[0]) / s[0]
+            new_values[name] = _as_pm_data((x - m[0]) / s[0])
             # the same float operations as the values: x <= hi implies the image <= the image of hi
             new_data[name] = ((lo[0] - m[0]) / s[0], (hi[0] - m[0]) / s[0])
         else:
-            new_values[name] = (x - m) / s
+            new_values[name] = _as_pm_data((x - m) / s)
             new_data[name] = ((lo - m) / s, (hi - m) / s)
     release_fields = dict(values=new_values, center=center, scale=spread, epsilon=float(epsilon),
                           sensitivity=float(sensitivity), unit=unit, _source_id=source_id)

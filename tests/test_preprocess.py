@@ -178,3 +178,22 @@ def test_sensitivity_follows_the_unit():
     assert users.sensitivity == pytest.approx(3 * record.sensitivity)
     assert attribute.sensitivity == pytest.approx(preprocess.COLUMN_SENSITIVITY)
     assert centre_only.sensitivity == pytest.approx(3.0) and np.all(centre_only.scale["X"] == 1.0)
+
+
+def test_integer_containers_match_what_pm_data_holds():
+    """pm.Data stores integer arrays as int32: the ledger's names must not depend on the caller's dtype."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 10, 60)
+    y = (rng.random(60) < 1 / (1 + np.exp(-(x - 5)))).astype(np.int64)
+    domains = {"x": pymc_dp.Interval(0, 10), "y": pymc_dp.Binary()}
+    std = pymc_dp.standardize({"x": x, "y": y}, data=domains, epsilon=0.5, columns=["x"], ledger=None)
+    with pm.Model() as model:
+        xd, yd = pm.Data("x", std.values["x"]), pm.Data("y", y)
+        pm.Bernoulli("obs", logit_p=pm.Normal("a", 0, 1) + pm.Normal("b", 0, 1) * xd, observed=yd)
+    private = pymc_dp.make_private(model, epsilon=2.0, draws=1, data=std.data, ledger=None)
+    assert private.dataset_id == std._source_id
+    with pm.Model() as raw:
+        xd, yd = pm.Data("x", x), pm.Data("y", y)
+        pm.Bernoulli("obs", logit_p=pm.Normal("a", 0, 1) + pm.Normal("b", 0, 1) * xd, observed=yd)
+    # the same data without standardisation: the same budget
+    assert pymc_dp.make_private(raw, epsilon=2.0, draws=1, data=domains, ledger=None).dataset_id == std._source_id
