@@ -532,21 +532,24 @@ class NoisyStatistics(Mechanism):
         else:
             continuous_gaussian(np.zeros(0), unit_scale, sensitivity=K2, epsilon=self.epsilon, delta=self.delta)
         unit_text = {"record": "one record changes every statistic", "attribute": "one container's value changes its own statistics"}
-        derivation = (
+        per_statistic = (
             f"{unit_text.get(kind, f'a user of up to {m} rows changes every statistic')}; statistic j changes by at "
             "most Delta_j = span_j x elements per record" + (f" x {m} rows" if m > 1 else "")
             + ": " + ", ".join(f"{k}: {v:g}" for k, v in sens.items())
-            + f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval branch "
-            f"and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
-            f"{d}), so Laplace scales b_j = Delta_j K / epsilon give epsilon"
-        ) if self.noise == "laplace" else (
-            f"{unit_text.get(kind, f'a user of up to {m} rows changes every statistic')}; statistic j changes by at "
-            "most Delta_j = span_j x elements per record" + (f" x {m} rows" if m > 1 else "")
-            + ": " + ", ".join(f"{k}: {v:g}" for k, v in sens.items())
-            + f". Each |change_j| / Delta_j <= 1 and their sum is <= K = {K:.6g} (certified), so their L2 norm is "
-            f"<= sqrt(K) = {K2:.6g}; Gaussian scales Delta_j s with s = {unit_scale:.6g}, the least scale whose "
-            f"OpenDP map (rho-zCDP, rho = {K2:.4g}^2 / 2s^2, converted) gives (epsilon, delta) = ({self.epsilon:g}, {self.delta:g})"
         )
+        if self.noise == "laplace":
+            derivation = per_statistic + (
+                f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval branch "
+                f"and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
+                f"{d}), so Laplace scales b_j = Delta_j K / epsilon give epsilon"
+            )
+        else:
+            derivation = per_statistic + (
+                f". Each |change_j| / Delta_j <= 1 and their sum is <= K = {K:.6g} (certified), so their L2 norm is "
+                f"<= sqrt(K) = {K2:.6g}; Gaussian scales Delta_j s with s = {unit_scale:.6g}, the least scale whose "
+                f"OpenDP map (rho-zCDP, rho = {K2:.4g}^2 / 2s^2, converted) gives (epsilon, delta) = "
+                f"({self.epsilon:g}, {self.delta:g})"
+            )
         self.joint = {"K": K, "attained": attained, "d": d, "l2": K2}
         return stats, sens, scales, derivation
 
