@@ -168,7 +168,7 @@ def _softmax_range(p: Bounds, domain: Domain, xp):
     extreme classes being the extreme slopes. For ``K >= 3`` and covariates in a ball the
     extremes of the column entries need different directions of ``z``: a bound, measured in
     ``docs/rules/categorical.md``. Over a region of per-class balls without intercepts the
-    hull of the boxes gives exactly glm_rules section 1a (see :func:`categorical_region`).
+    hull of the boxes gives exactly docs/theory/glm.md#softmax-balls (see :func:`categorical_region`).
     """
     top, bot, n = _softmax_tables(p, xp)
     lo_x, hi_x = _check_classes(domain, n)
@@ -290,7 +290,7 @@ def _ordered_tables(a, b, cl, ch, link, s, xp, need_same=True):
     ``[cl, ch]``: ``top`` (largest ``G_k``), ``bot`` (smallest), ``same`` (largest
     ``G_k(eta) - G_k(eta')`` with one cutpoint vector), ``empty`` (the category can be empty).
 
-    Derivation (glm_rules section 3, for a general window ``[a, b]`` and for any link ``F``
+    Derivation (docs/theory/glm.md#ordered-logistic, for a general window ``[a, b]`` and for any link ``F``
     with a symmetric log-concave density ``f``: logistic, and normal of any scale ``sigma``):
 
     * ``P_k(eta) = int_{c_k}^{c_{k+1}} f(t - eta) dt`` is log-concave in ``eta`` (Prekopa) and
@@ -388,7 +388,7 @@ def _ordered_range(p: Bounds, domain: Domain, xp):
 
 
 def _ordered_lipschitz(p: Bounds, domain: Domain, xp, window=None, cuts=None, sigma=None):
-    """The exact constant over a window ``[a, b]`` and cutpoint boxes (glm_rules section 3):
+    """The exact constant over a window ``[a, b]`` and cutpoint boxes (docs/theory/glm.md#ordered-logistic):
 
     ``L = max( max_{k != j} (top_k - bot_j), max_k same_k )``, over the classes of the domain,
     and ``+inf`` when a category of the domain can be empty (two boxes meet).
@@ -551,7 +551,7 @@ def _softmax_offset_region(domain: Domain, c_lo, c_hi, half) -> np.ndarray:
     c_k - c_j + h_kj]`` with ``c`` in the box ``[c_lo, c_hi]`` (per-class intercepts) and
     ``h_kj <= half_kj`` (covariates: ``R (B_k + B_j)`` for per-class balls).
 
-    The exact sup of the per-draw softmax rule over that set -- glm_rules 1c's ``U'``, for any
+    The exact sup of the per-draw softmax rule over that set -- the ``U'`` of docs/theory/glm.md#softmax-intercepts, for any
     radii and intercept boxes. For a pair of classes ``(y, y')`` (max record ``y``, min record
     ``y'``), the per-draw value is ``-ln(1 + sum_{k != y} e^{c_k - c_y - h_ky}) + ln(1 +
     sum_{k != y'} e^{c_k - c_y' + h_ky'})`` (``h = half``: the rule grows with ``h``).
@@ -568,8 +568,9 @@ def _softmax_offset_region(domain: Domain, c_lo, c_hi, half) -> np.ndarray:
     A linear-fractional function with positive coefficients is maximised over a box where
     ``N - r* D`` is: ``x_k`` at its top iff ``gamma_k / alpha_k > r*`` -- a threshold in the
     order of ``gamma_k / alpha_k``. The ``n + 1`` threshold vertices are evaluated (in log
-    space), so the max is exact. With equal radii this is glm_rules' ``U' = max(G_same,
-    U_cross)``, where only ``sum x_k`` matters and the thresholds are "all low" / "all high".
+    space), so the max is exact. With equal radii this is the ``U' = max(G_same, U_cross)`` of
+    docs/theory/glm.md#softmax-intercepts, where only ``sum x_k`` matters and the thresholds are
+    "all low" / "all high".
     """
     c_lo, c_hi, half = (np.asarray(v, float) for v in (c_lo, c_hi, half))
     K = c_lo.shape[-1]
@@ -619,13 +620,13 @@ def categorical_region(op, domain, params) -> np.ndarray:
       simplex reaching the largest ``hi_x`` and the smallest ``lo_x`` at once;
     * a :class:`Window` in the natural or softmax space: its hull (lemma B; the softmax rule
       decreases in every ``lo`` and increases in every ``hi``: sound). For the softmax space the
-      hull equals glm_rules 1a -- exact -- for per-class balls without intercepts (``o = 0``,
+      hull equals docs/theory/glm.md#softmax-balls -- exact -- for per-class balls without intercepts (``o = 0``,
       ``half = R (B_k + B_j)``); with moving offsets (intercepts) it is a bound, because two
       records of one class see one offset of a draw while the hull lets them see two (measured
       in ``docs/rules/categorical.md``: up to 1.36x). A softmax
       Window may carry ``extra = (c_lo, c_hi)``, per-class offset bounds (``..., K``) such that
       ``o_kj = c_k - c_j`` (intercepts ``b_k in [c_lo_k, c_hi_k]``): then the smaller of the hull
-      and :func:`_softmax_offset_region` (glm_rules' ``U'``, tighter) is returned;
+      and :func:`_softmax_offset_region` (the ``U'`` of docs/theory/glm.md#softmax-intercepts, tighter) is returned;
     * a :class:`Window` in an ordinal space: :func:`_ordered_region`.
     """
     (p,) = params

@@ -1,4 +1,4 @@
-"""Censored likelihoods: ``pm.Censored(base, lower=l, upper=u)`` (glm_rules section 8).
+"""Censored likelihoods: ``pm.Censored(base, lower=l, upper=u)`` (docs/theory/glm.md#censored).
 
 PyMC's censored log-density of one element is (``pymc.logprob.censoring.clip_logprob``)
 
@@ -362,7 +362,7 @@ def censored_range(op, domain, params, xp):
     registered; a base parameter that reads the record (a location window, a log-link mean) is
     handled as by the base's own rule.
 
-    Derivation (glm_rules section 8a for the Normal, the same for every base). The records are
+    Derivation (docs/theory/glm.md#censored-normal for the Normal, the same for every base). The records are
     the data values ``y in [a, b]`` jointly with the base parameters' window. Values strictly
     inside ``(l, u)`` give the base's log-density: its range is the base rule's range over the
     domain (for a continuous base the closure ``[a, b]``: the atoms' points are limits of
@@ -379,7 +379,7 @@ def censored_range(op, domain, params, xp):
                    ln Phi((l - m_hi)/sigma),  ln Phi((m_lo - u)/sigma) }
 
     Nothing cancels between an atom (a probability) and a density (per unit of y): both bounds
-    on the scale are needed over a region (glm_rules section 8).
+    on the scale are needed over a region (docs/theory/glm.md#censored).
     """
     base, lower, upper = params
     spec, info = _resolve_base(base)
@@ -428,7 +428,7 @@ def censored_range(op, domain, params, xp):
 
 def _normal_tau_lipschitz(a, b, l, u, lower_atom, upper_atom, m_lo, m_hi, sigma0):
     """A Lipschitz constant in ``tau = ln sigma`` of the censored-Normal ``L`` over
-    ``sigma >= sigma0``, window ``[m_lo, m_hi]`` (lemma D, glm_rules section 8a).
+    ``sigma >= sigma0``, window ``[m_lo, m_hi]`` (lemma D, docs/theory/glm.md#censored-sigma).
 
     ``L(tau)`` is a sup over pairs of records of ``l_x(tau) - l_x'(tau)``, so it is Lipschitz with
     the width of the range of ``d l_x / d tau`` over the records:
@@ -452,7 +452,7 @@ def _normal_tau_lipschitz(a, b, l, u, lower_atom, upper_atom, m_lo, m_hi, sigma0
 
 
 def censored_region(op, domain, params) -> np.ndarray:
-    """sup L of ``pm.Censored(Normal(mu, sigma), l, u)`` over a region (glm_rules section 8a).
+    """sup L of ``pm.Censored(Normal(mu, sigma), l, u)`` over a region (docs/theory/glm.md#censored-normal).
 
     ``params = (NestedRegion(NormalRV, (mu, sigma)), lower, upper)``: ``mu`` a Window (or a Span,
     a window of half-width 0), ``sigma`` a Span with ``0 < sigma_lo`` and ``sigma_hi < inf`` --
@@ -460,7 +460,7 @@ def censored_region(op, domain, params) -> np.ndarray:
     density goes to 0 while the atoms go to 1/2), ``lower``/``upper`` points.
 
     * Window half-width: ``h = half`` (lemma B: a range over a larger window is larger).
-    * Offset: at one of its two ends (lemma C, glm_rules 8a: the log-density is concave in mu
+    * Offset: at one of its two ends (lemma C, docs/theory/glm.md#censored-offset: the log-density is concave in mu
       for every record -- ``ln phi`` and ``ln Phi`` are concave -- and no pair function has an
       interior maximum consistent with its records being the max and the min: density-density
       pairs are linear in the offset, density max against an upper-atom min has a negative
@@ -468,7 +468,7 @@ def censored_region(op, domain, params) -> np.ndarray:
       convex, atom-atom pairs are monotone). Re-checked by brute force in
       ``tests/rules/test_censored.py``. An infinite offset end gives ``+inf`` (an atom tends to
       0 or is absent while some record's log-density tends to ``-inf``).
-    * ``sigma``: no endpoint theorem (glm_rules: observed at an end, not proved), so a certified
+    * ``sigma``: no endpoint theorem (docs/theory/glm.md#censored-sigma: observed at an end, not proved), so a certified
       1-D branch and bound in ``tau = ln sigma`` (lemma D) with the constant of
       :func:`_normal_tau_lipschitz`: the result is >= the sup and within 0.1% of a value
       attained on the grid it evaluated.

@@ -228,7 +228,7 @@ def gamma_range(op, domain, params, xp):
     so its range on ``[a, b]`` is the range over ``{a, b, clip((k - 1) theta, a, b)}``
     (docs/theory/families.md#gamma).
 
-    Derivation, log-mean window (glm_rules section 6). With ``v = ln x``,
+    Derivation, log-mean window (docs/theory/glm.md#gamma-regression). With ``v = ln x``,
     ``ln p = [k ln k - lnGamma(k)] + (k - 1) v - k t - k e^(v - t)``; the bracket is the same for
     every record. The range of the rest over the box is exact by
     :func:`_gamma_log_mean_g_range` (the density at its mode with ``mu`` as small as possible;
@@ -425,7 +425,7 @@ def normal_region(op, domain, params) -> np.ndarray:
     Per theta (window ``[o - h, o + h]`` of mu, data ``[a, b]`` with centre ``c``, half-width
     ``w``), ``d_max = |o - c| + w + h`` and ``d_min = max(|o - c| - w - h, 0)``, so with
     ``D = |o - c|``, ``W = w + h``: ``L = [(D + W)^2 - (D - W)_+^2] / (2 sigma^2)`` (the
-    ``-ln sigma`` cancels: both records see the same sigma, glm_rules section 5).
+    ``-ln sigma`` cancels: both records see the same sigma, docs/theory/glm.md#normal-sigma).
     Declared modes, each proved:
 
     * ``sigma`` "decreasing": ``L`` is a positive number over ``sigma^2``.
@@ -434,7 +434,7 @@ def normal_region(op, domain, params) -> np.ndarray:
       difference is linear in ``o`` -- the ``o^2`` terms cancel -- so ``L`` is convex in ``o``.)
 
     Hence ``L = [(d_hi + W)^2 - (d_hi - W)_+^2] / (2 sigma_lo^2)``, ``W = w + half``,
-    ``d_hi = max |o_end - c|`` (glm_rules section 5), attained at the farther end, ``h = half``,
+    ``d_hi = max |o_end - c|`` (docs/theory/glm.md#normal-sigma), attained at the farther end, ``h = half``,
     ``sigma = sigma_lo``. ``+inf`` when ``sigma_lo = 0`` or an offset end is infinite (L grows
     without bound in both limits); ``sigma_hi`` is irrelevant.
     """
@@ -473,7 +473,7 @@ def studentt_sup(nu, sigma, W, d_lo, d_hi) -> np.ndarray:
     ``nu sigma^2 + W^2 - D^2`` (with ``k = nu sigma^2``, ``u1 = D + W``, ``u2 = D - W``:
     ``u1/(k + u1^2) - u2/(k + u2^2)`` has the sign of ``(u1 - u2)(k - u1 u2)``): it is unimodal
     with its peak at ``D* = sqrt(nu sigma^2 + W^2)``, value ``(nu + 1) asinh(W / (sigma sqrt nu))``.
-    So the sup is at ``clip(D*, d_lo, d_hi)`` (glm_rules section 4). ``nu = inf``: the Normal
+    So the sup is at ``clip(D*, d_lo, d_hi)`` (docs/theory/glm.md#studentt). ``nu = inf``: the Normal
     limit ``[(d_hi + W)^2 - (d_hi - W)_+^2]/(2 sigma^2)``; ``sigma = 0`` (or ``nu = 0``) with the
     peak reachable gives ``+inf``; ``W = inf`` gives ``+inf``.
     """
@@ -491,7 +491,7 @@ def studentt_sup(nu, sigma, W, d_lo, d_hi) -> np.ndarray:
 
 
 def studentt_region(op, domain, params) -> np.ndarray:
-    """sup L of StudentT(nu, mu, sigma) over a region -- exact (glm_rules section 4).
+    """sup L of StudentT(nu, mu, sigma) over a region -- exact (docs/theory/glm.md#studentt).
 
     Per theta, with ``D = |o - c|`` and ``W = w + h`` as in :func:`normal_region`,
     ``L = (nu+1)/2 ln[(nu sigma^2 + (D+W)^2) / (nu sigma^2 + (D-W)_+^2)]`` (the normalising terms
@@ -504,7 +504,7 @@ def studentt_region(op, domain, params) -> np.ndarray:
       where ``[d_lo, d_hi]`` is the exact range of ``|o - c|`` over ``o in [o_lo, o_hi]``:
       ``d_lo = dist(c, [o_lo, o_hi])``, ``d_hi = max |o_end - c|`` -- this handles a window
       placed anywhere relative to the data, on one side or straddling ``c``;
-    * ``nu``: for fixed ``D`` quasi-convex (glm_rules section 4: ``f(nu) = (nu+1)/2
+    * ``nu``: for fixed ``D`` quasi-convex (docs/theory/glm.md#studentt-nu: ``f(nu) = (nu+1)/2
       ln((nu + A^2)/(nu + B^2))`` has ``f'`` changing sign at most once, - to +), so the sup is
       at ``nu_lo`` or ``nu_hi``; the two sups (over D and over nu) commute.
 
@@ -564,7 +564,7 @@ def gamma_region(op, domain, params) -> np.ndarray:
     is convex in each: ``shape`` "ends", ``scale`` "ends" (monotone reparametrisation), and the
     sup over the box is at one of its four corners.
 
-    Log-mean window of the scale (Gamma regression, glm_rules section 6): with ``t = o + e``,
+    Log-mean window of the scale (Gamma regression, docs/theory/glm.md#gamma-regression): with ``t = o + e``,
     ``|e| <= h``, every pair difference ``(k-1)(v - v') - k(e - e') - k e^(-o)(e^(v-e) - e^(v'-e'))``
     is affine in ``k`` and affine in ``e^(-o)``: ``shape`` "ends", window "ends" (convex in
     ``e^(-o)``, a monotone function of ``o``) and ``h = half`` (lemma B). So the sup is the

@@ -5,13 +5,13 @@
   negative binomial regression ``mu = exp(X @ w + b)`` reaches the rule as ``n`` a point and
   ``p`` a window of ``t = ln mu`` (``Bounds(..., space="log-mean")``); ``p`` may also be a
   natural point (``pm.NegativeBinomial(n=, p=)``) or a natural interval (a table ``p[group]``).
-  Exact, O(1) per element (glm_rules section 2, with a closed-form search over the data values).
+  Exact, O(1) per element (docs/theory/glm.md#negative-binomial, with a closed-form search over the data values).
   Region: windows of ``ln mu`` at their ends (lemma C, proved in
   :func:`pymc_dp.rules.discrete.link_region` for any domain ``{lo..hi}``), a free ``p`` at its
-  ends (quasi-convex), ``alpha`` by certified branch and bound (glm_rules lemma D).
+  ends (quasi-convex), ``alpha`` by certified branch and bound (docs/theory/glm.md#lemma-d).
 * **BetaBinomial** (``BetaBinomialRV``, parameters ``(n, alpha, beta)``, all public). Exact, by
-  enumeration over the domain (glm_rules section 7). Region: the (alpha, beta) box at its
-  vertices, which include glm_rules' corners ``(a_hi, b_lo)`` and ``(a_lo, b_hi)``.
+  enumeration over the domain (docs/theory/glm.md#beta-binomial). Region: the (alpha, beta) box at its
+  vertices, which include the corners ``(a_hi, b_lo)`` and ``(a_lo, b_hi)`` of that derivation.
 
 Both register :func:`~pymc_dp.rules.discrete.min_lipschitz`. Derivations, exactness checks and
 region modes: ``docs/rules/counts.md``; brute-force tests: ``tests/rules/test_count.py``.
@@ -104,7 +104,7 @@ def negative_binomial_range(op, domain, params, xp):
     """NegativeBinomial(n = alpha, p), y in {lo..hi}, lo >= 0; ``p`` a natural point or interval,
     or a window ``t = ln mu in [t_lo, t_hi]`` (``space="log-mean"``, ``mu = alpha (1 - p) / p``).
 
-    Derivation (glm_rules section 2, exact). With ``s = t - ln alpha``,
+    Derivation (docs/theory/glm.md#negative-binomial, exact). With ``s = t - ln alpha``,
     ``g(y, s) = lnG(y + alpha) - lnG(alpha) - ln y! - alpha softplus(s) - y softplus(-s)``;
     ``d_t g = alpha (y - mu) / (alpha + mu)``, ``d_t^2 g = -alpha mu (alpha + y)/(alpha + mu)^2 < 0``:
     concave in t with its peak at ``t = ln y``. The record's count and its covariates vary
@@ -114,7 +114,7 @@ def negative_binomial_range(op, domain, params, xp):
       log-concave in y for alpha >= 1 and decreasing in y for alpha < 1 (ratio
       ``pmf(y+1)/pmf(y) = (y + alpha)(1 - p)/(y + 1) < 1``).
     * largest value: ``max_y G(y)``, ``G(y) = g(y, clip(ln y, t_lo, t_hi))`` (y = 0 at ``t_lo``),
-      glm_rules' O(M) enumeration, found in O(1): let ``a = e^{t_lo} = mu_lo`` and
+      the O(M) enumeration of docs/theory/glm.md#negative-binomial-window, found in O(1): let ``a = e^{t_lo} = mu_lo`` and
       ``y_c = ceil(a) - 1``. For ``y <= y_c`` (``y < a``), ``G(y) = g(y, t_lo)``, the pmf at
       ``mu_lo``: unimodal, largest at ``floor((alpha - 1) mu_lo / alpha)`` (the NB mode; below 0
       for alpha < 1, i.e. at ``lo``). For ``y >= y_c`` G does not increase: the best ``t*`` of
@@ -158,7 +158,7 @@ def negative_binomial_alpha_lipschitz(op, domain, params, alpha_lo, alpha_hi) ->
 
     ``L(alpha)`` is a max over pairs of records of ``ln p(r) - ln p(r')``, so it is Lipschitz with
     the largest width, over alpha in the piece, of the range of ``d_alpha ln p`` over the records
-    (glm_rules lemma D); in ``ln alpha`` the constant is multiplied by alpha <= alpha_hi.
+    (docs/theory/glm.md#lemma-d); in ``ln alpha`` the constant is multiplied by alpha <= alpha_hi.
 
     * ``p`` a window of ``ln mu`` (mu fixed per record while alpha moves; ``mu in [mu_lo, mu_hi]``):
       ``d_alpha ln p = T(y, alpha) + h(mu, y, alpha)``, ``T = psi(y + alpha) - psi(alpha)``
@@ -167,8 +167,8 @@ def negative_binomial_alpha_lipschitz(op, domain, params, alpha_lo, alpha_hi) ->
       ``d_alpha h = (mu^2 + alpha y) / (alpha (alpha + mu)^2) > 0``. So over the whole box
       ``T in [psi(lo + a1) - psi(a1), psi(hi + a0) - psi(a0)]``, ``max h = h(clip(lo, mu_lo, mu_hi),
       lo, a1)``, ``min h = min(h(mu_lo, hi, a0), h(mu_hi, hi, a0))``, and the width is at most
-      the sum of the two widths. (glm_rules' ``psi(M + a0) - psi(a0) + 1 + ln(1 + mu_hi/a0) + M/a0``
-      bounds the same quantity more loosely.)
+      the sum of the two widths. (The ``psi(M + a0) - psi(a0) + 1 + ln(1 + mu_hi/a0) + M/a0`` of
+      docs/theory/glm.md#negative-binomial-alpha bounds the same quantity more loosely.)
       For a large alpha the two parts cancel (the pmf tends to the Poisson one), and the
       bound ``2 S + mu_hi^2 / (2 a0)``, ``S = sum_{j<hi} max_mu |mu - j| / (a0 + j)``, on the width
       of ``alpha d_alpha ln p`` is smaller: ``d_alpha ln p = A - phi`` with
@@ -234,8 +234,8 @@ def negative_binomial_region(op, domain, params) -> np.ndarray:
       convex in u, and u is monotone in p (above alpha = 1e10, the Poisson case in
       ``ln mu = ln alpha + u - ln(1 - e^u)``, also monotone in p).
     * ``n`` (alpha) a Span: certified branch and bound in ``ln alpha`` with
-      :func:`negative_binomial_alpha_lipschitz` (lemma D; glm_rules observed the sup at an end of
-      the alpha interval but did not prove it). ``alpha_lo > 0`` is required; ``alpha_hi`` must
+      :func:`negative_binomial_alpha_lipschitz` (lemma D; the sup was observed at an end of the
+      alpha interval but not proved, docs/theory/glm.md#negative-binomial-alpha). ``alpha_lo > 0`` is required; ``alpha_hi`` must
       stay at most 1e10, where PyMC's logp switches to the Poisson one (L jumps there).
     """
     alpha = params[0]
@@ -332,7 +332,7 @@ def _beta_binomial_logpmf(y, n, a, b, xp):
 def beta_binomial_range(op, domain, params, xp):
     """BetaBinomial(n, alpha, beta), y in {lo..hi} inside {0..n}; all parameters public points.
 
-    Derivation (glm_rules section 7). ``ln p(y) = ln C(n, y) + ln B(y + a, n - y + b) - ln B(a, b)``;
+    Derivation (docs/theory/glm.md#beta-binomial). ``ln p(y) = ln C(n, y) + ln B(y + a, n - y + b) - ln B(a, b)``;
     the pmf may be unimodal, U-shaped or monotone in y, so its range is enumerated over the
     domain (O(M) per element, exact). n may differ per element (per-row trials): each element's
     values stop at its own n, as for the Binomial (a record above its row's n has probability 0);
@@ -361,9 +361,9 @@ _BB_POSITIVE = (
 
 # BetaBinomial: (alpha, beta) box at its vertices. For y > y', ``f(y) - f(y') =
 # sum_{j=y'}^{y-1} ln(j + a) - sum_{j=n-y}^{n-y'-1} ln(j + b) + const`` increases in a and decreases
-# in b (glm_rules section 7); for y < y' the opposite. So L(a) = max(increasing, decreasing) is
+# in b (docs/theory/glm.md#beta-binomial); for y < y' the opposite. So L(a) = max(increasing, decreasing) is
 # quasi-convex in a for every b (and in b for every a): "ends" in each. The four vertices include
-# glm_rules' corners (a_hi, b_lo) and (a_lo, b_hi), so the value is exact. n must be fixed.
+# that page's corners (a_hi, b_lo) and (a_lo, b_hi), so the value is exact. n must be fixed.
 register_region(
     BetaBinomialRV,
     RegionSpec(

@@ -3,7 +3,7 @@
 Besides the per-record rules (:func:`~pymc_dp.rules.base.log_density_range`), this module holds
 
 * the region rules of Bernoulli, Binomial, Poisson and Geometric (:mod:`pymc_dp.rules.region`),
-  built by :func:`link_region`: glm_rules lemma C (``window="ends"``) is applied to windows on the
+  built by :func:`link_region`: lemma C (docs/theory/glm.md#lemma-c, ``window="ends"``) is applied to windows on the
   family's *link* scale only (``logit``, ``log-mean``), where it is proved (the proof is in
   :func:`link_region` and ``docs/rules/counts.md``); a window on any other scale, or one
   that does not slide (``Window.sliding`` False), takes its hull, which is always sound;
@@ -386,7 +386,7 @@ def link_region(
     span_modes: dict[str, Any],
     positive: dict[str, str] | None = None,
 ) -> Callable[..., np.ndarray]:
-    """A custom region rule: glm_rules lemma C on the family's link scale, modes for the Spans.
+    """A custom region rule: lemma C (docs/theory/glm.md#lemma-c) on the family's link scale, modes for the Spans.
 
     Returns ``region(op, domain, params)`` (the ``custom`` of a
     :class:`~pymc_dp.rules.region.RegionSpec`) that evaluates the per-record rule
@@ -442,7 +442,7 @@ def link_region(
       ``(k + alpha) mu' / ((k + 1)(alpha + mu')) < 1`` iff ``alpha (mu' - k - 1) < mu'``).
 
     Every case contradicts the choice of the maximiser, so it lies in an end window. (s = 0: L
-    is quasi-convex on the link scale, see the Span modes.) This extends glm_rules section 2,
+    is quasi-convex on the link scale, see the Span modes.) This extends docs/theory/glm.md#negative-binomial-intercept,
     which argues the Poisson and NB cases for ``lo = 0`` only (``y' = 0`` contradicts
     ``d_t g(0, t') >= 0``), to any domain ``{lo..hi}``; PyMC's NegativeBinomial switches to the
     Poisson pmf above alpha = 1e10, which the Poisson case covers.
@@ -507,7 +507,7 @@ def link_region(
     return region
 
 
-# Bernoulli. Window of ``logit p``: ends (lemma C of link_region, n = 1; glm_rules 1b).
+# Bernoulli. Window of ``logit p``: ends (lemma C of link_region, n = 1; docs/theory/glm.md#logistic-intercept).
 # Span of p: ends -- ``L = |logit p|`` on {0, 1} (0 on a one-value domain) is quasi-convex in p.
 register_region(
     BernoulliRV,

@@ -700,7 +700,7 @@ def hurdle_continuous_range(zero: bool, positive: Interval | None, ln_w0, ln_w1,
     density, units 1/y). The range is the union of ``{ln w_0}`` and ``ln w_1 + [l_f, h_f]``,
     ``(l_f, h_f)`` the base's range over the positive values: exact when the base's rule is.
     Nothing cancels between the atom and the density (as for censored likelihoods,
-    ``glm_rules`` section 8): L changes with the unit of y, and it is bounded only when the
+    docs/theory/glm.md#censored): L changes with the unit of y, and it is bounded only when the
     positive values are bounded away from 0 (``ln f(y) -> -inf`` or ``+inf`` as y -> 0 for a
     Gamma of shape != 1 and for every LogNormal), ``psi`` is bounded away from 0 and 1, and the
     base's scale is bounded on both sides (``sigma -> 0``: the density -> inf; ``-> inf``: -> 0).
@@ -991,7 +991,7 @@ def _atom_base_region(w_lo, w_hi, i_atom, base: NestedRegion, per_theta: Callabl
     * **base ranges: monotone.** Every pair term increases with the base's ``hi`` values and
       decreases with its ``lo`` values, so the per-theta rule evaluated with a parameter given
       as an *interval* (a window's hull, or a Span as an interval) is >= the rule at every
-      point of it (glm_rules lemma B). Windows with a fixed offset: the widest window (exact);
+      point of it (docs/theory/glm.md#lemma-b). Windows with a fixed offset: the widest window (exact);
       a window that does not slide at a fixed width (``Window.sliding`` False): its hull.
     * **one moving parameter: interval branch and bound.** A window whose offset moves, or a
       Span of a parameter the base accepts as an interval, is searched over ``u in [0, 1]``:

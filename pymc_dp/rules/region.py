@@ -4,7 +4,7 @@ A per-record rule (:func:`~pymc_dp.rules.base.log_density_range`) gives ``L(thet
 parameter value. A truncation is a *region* of parameter values, and what the certificate needs
 is ``sup_{theta in region} L(theta)``. This module computes that sup from the per-record rule and
 a small, proved description of how ``L`` moves with each parameter (:class:`RegionSpec`),
-registered per RV Op next to the rule (``glm_rules`` derivations, ``docs/rules/README.md``).
+registered per RV Op next to the rule (derivations: ``docs/theory/glm.md``, ``docs/rules/README.md``).
 
 Parameters of a factor over a region come in two kinds:
 
@@ -16,7 +16,7 @@ Parameters of a factor over a region come in two kinds:
 
 What a :class:`RegionSpec` may state, and why each statement gives a sound sup:
 
-* **window="ends"** (glm_rules lemma C): for each fixed value of the other parameters, the
+* **window="ends"** (docs/theory/glm.md#lemma-c): for each fixed value of the other parameters, the
   constant of a window of fixed half-width ``h`` sliding over offsets ``o in [o_lo, o_hi]`` is
   largest at an end. With lemma B (a range over a larger window is larger, so ``h = half``) the
   windows ``[o_lo - half, o_lo + half]`` and ``[o_hi - half, o_hi + half]`` cover the sup.
@@ -129,7 +129,7 @@ class NestedRegion:
 
 @dataclass(frozen=True)
 class BranchAndBound:
-    """A parameter in which ``L`` is Lipschitz (glm_rules lemma D).
+    """A parameter in which ``L`` is Lipschitz (docs/theory/glm.md#lemma-d).
 
     ``lipschitz(op, domain, params, lo, hi)`` returns, elementwise, a constant ``K`` with
     ``|L(v) - L(v')| <= K |v - v'|`` for ``v, v'`` in ``[lo, hi]`` and the other parameters
@@ -259,7 +259,7 @@ def certified_sup_1d(
     rel_tol: float = 1e-3,
     max_pieces: int = 4096,
 ) -> np.ndarray:
-    """A certified upper bound on ``sup_{v in [lo, hi]} f(v)``, elementwise (glm_rules lemma D).
+    """A certified upper bound on ``sup_{v in [lo, hi]} f(v)``, elementwise (docs/theory/glm.md#lemma-d).
 
     ``f`` maps a parameter value (broadcast to every element) to an array of values; on a piece
     ``[v0, v1]`` every element is at most ``max(f(v0), f(v1)) + K (v1 - v0) / 2`` with

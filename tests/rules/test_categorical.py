@@ -293,7 +293,7 @@ def test_softmax_pair_bounds_sound():
 
 # --------------------------------------------------------------------------- softmax: region
 def _glm_1a(s):
-    """glm_rules 1a: per-class balls, no intercept."""
+    """docs/theory/glm.md#softmax-balls: per-class balls, no intercept."""
     k = int(np.argmax(s))
     others = np.delete(s, k) + s[k]
     return math.log1p(np.exp(others).sum()) - math.log1p(np.exp(-others).sum())
@@ -302,7 +302,7 @@ def _glm_1a(s):
 @pytest.mark.parametrize("B", [[1.0, 1.0, 1.0], [0.2, 1.5, 0.7], [0.0, 1.0, 1.0, 1.0], [2.0, 0.5, 0.5, 0.1, 1.2]], ids=str)
 def test_softmax_region_balls_exact(B):
     """Per-class balls ``||w_k|| <= B_k``, no intercepts, ``||z|| <= R``: the region value is
-    glm_rules 1a, attained by its witness (checked with PyMC), and above every sampled draw."""
+    docs/theory/glm.md#softmax-balls, attained by its witness (checked with PyMC), and above every sampled draw."""
     B, R = np.asarray(B, float), 1.3
     K = len(B)
     half = R * (B[:, None] + B[None, :])
@@ -326,7 +326,7 @@ def test_softmax_region_balls_exact(B):
         assert hi - lo <= region + 1e-12
 
 
-# glm_rules 1c targeted table (K, s, Delta, sup found by search, U')
+# docs/theory/glm.md#softmax-table (K, s, Delta, sup found by search, U')
 _GLM_1C = [
     (3, 0.25, 0.5, 1.0414, 1.1817), (3, 0.25, 2.0, 2.5709, 2.7095), (3, 1.0, 0.5, 2.8644, 3.0366),
     (3, 1.0, 2.0, 4.2122, 4.5593), (3, 2.0, 0.5, 5.1400, 5.1697), (3, 2.0, 2.0, 6.4548, 6.6738),
@@ -336,7 +336,7 @@ _GLM_1C = [
 
 
 def _glm_u_prime(K, s, d):
-    """glm_rules 1c: ``U' = max(G_same, U_cross)``, equal radii, intercepts in ``[0, d]``."""
+    """docs/theory/glm.md#softmax-intercepts: ``U' = max(G_same, U_cross)``, equal radii, intercepts in ``[0, d]``."""
     g_same = math.log1p((K - 1) * math.exp(d + 2 * s)) - math.log1p((K - 1) * math.exp(d - 2 * s))
     u_cross = max(
         math.log(1 + (m + 1) * math.exp(d + 2 * s) + (K - 2 - m) * math.exp(2 * s))
@@ -351,8 +351,8 @@ def test_softmax_region_intercepts_bound(K, s, delta, sup, u_prime):
     """Equal balls ``R B = s`` + intercepts ``b_k in [0, Delta]``.
 
     * pairwise Window only: the hull, ``ln(1 + (K-1) e^{Delta+2s}) - ln(1 + (K-1) e^{-Delta-2s})``
-      -- above glm_rules' searched sup (sound), at most 1.36x above it;
-    * with the per-class offset box in ``extra``: glm_rules' ``U'`` exactly (at most 1.14x)."""
+      -- above the searched sup of docs/theory/glm.md#softmax-table (sound), at most 1.36x above it;
+    * with the per-class offset box in ``extra``: the ``U'`` of docs/theory/glm.md#softmax-intercepts exactly (at most 1.14x)."""
     B = np.full(K, s)  # R = 1
     o_lo = np.full((K, K), -delta)
     o_hi = np.full((K, K), delta)
@@ -424,7 +424,7 @@ def test_softmax_offset_region_is_sup_of_the_rule_over_offsets():
 
 
 def test_softmax_region_two_classes_with_intercept_exact():
-    """K = 2, balls B and intercepts in [l, u]: glm_rules 1b, ``L = 2 R B + (u - l)``."""
+    """K = 2, balls B and intercepts in [l, u]: docs/theory/glm.md#logistic-intercept, ``L = 2 R B + (u - l)``."""
     B, R, l, u = 0.8, 1.5, -0.3, 0.9
     d = u - l
     W = Window(np.array([[0.0, -d], [-d, 0.0]]), np.array([[0.0, d], [d, 0.0]]), np.full((2, 2), 2 * R * B), "softmax")
@@ -618,7 +618,7 @@ def test_ordinal_region_against_pymc(kind):
 
 
 def test_ordinal_region_glm_symmetric_window():
-    """glm_rules section 3's setting, window ``[-s, s]``; K = 2 gives ``s + max(hi_1, -lo_1)``."""
+    """The setting of docs/theory/glm.md#ordered-logistic, window ``[-s, s]``; K = 2 gives ``s + max(hi_1, -lo_1)``."""
     for s, lo1, hi1 in [(1.0, -0.5, 0.3), (0.4, 1.0, 2.0), (2.0, -3.0, -2.5)]:
         w = Window(np.asarray(0.0), np.asarray(0.0), np.asarray(s), LOGIT, (np.array([lo1]), np.array([hi1])))
         assert float(region_lipschitz(OP, Integers(0, 1), (w,))) == pytest.approx(s + max(hi1, -lo1), rel=1e-13)

@@ -188,7 +188,7 @@ def test_censored_normal_exact(lu, domain, mu, sigma):
 
 
 def test_censored_normal_formula_and_atoms_against_scipy():
-    """The glm_rules 8a formula, with the atoms from SciPy (exact to 1e-12)."""
+    """The docs/theory/glm.md#censored-normal formula, with the atoms from SciPy (exact to 1e-12)."""
     l, u, (m_lo, m_hi), s = -1.0, 2.0, (-0.5, 0.5), 0.7
     a, b = l, u
     r_min = max(0.0, l - m_hi, m_lo - u)
@@ -549,7 +549,7 @@ def test_censored_region_point_sigma_is_exact_at_an_end():
 
 
 def test_censored_lemma_c_offset_at_an_end():
-    """glm_rules 8a lemma C, re-checked: at fixed sigma, the constant of a sliding window is
+    """Lemma C of docs/theory/glm.md#censored-offset, re-checked: at fixed sigma, the constant of a sliding window is
     largest at an end of the offset interval (dense scans, one- and two-sided censoring)."""
     rng = np.random.default_rng(8)
     worst = 0.0

@@ -258,7 +258,7 @@ def test_location_region_dense_scan_of_offset(family):
 
 
 def test_studentt_nu_is_at_an_end():
-    """L is quasi-convex in nu for every distance (glm_rules section 4): the region over a nu
+    """L is quasi-convex in nu for every distance (docs/theory/glm.md#studentt-nu): the region over a nu
     span equals the max over its ends, and a scan of nu never exceeds it."""
     dom = Interval(0, 2)
     rng = np.random.default_rng(3)
@@ -396,7 +396,7 @@ def test_gamma_natural_region_sound_and_tight():
 
 
 def test_gamma_log_mean_region_sound_and_tight():
-    """Gamma regression: shape span x log-mean window, glm_rules section 6."""
+    """Gamma regression: shape span x log-mean window, docs/theory/glm.md#gamma-regression."""
     rng = np.random.default_rng(12)
     for trial in range(40):
         dom = Interval(float(np.exp(rng.uniform(-3, 0))), float(np.exp(rng.uniform(0.1, 2.5))))

@@ -221,7 +221,7 @@ def test_negative_binomial_natural_interval_exact():
 
 
 def _nb_window_enumerated(t_lo, t_hi, alpha, lo, hi):
-    """glm_rules section 2's O(M) formula, with scipy's nbinom (independent of the rule's algebra)."""
+    """The O(M) formula of docs/theory/glm.md#negative-binomial-window by scipy's nbinom, independent of the rule's algebra."""
     y = np.arange(lo, hi + 1)
 
     def lpmf(y, t):
@@ -555,7 +555,7 @@ def test_negative_binomial_alpha_refusals():
 # --------------------------------------------------------------------------- BetaBinomial region
 
 def test_beta_binomial_region_corners():
-    """(alpha, beta) box: >= a 50 x 50 grid of the box, and equal to glm_rules' two corners
+    """(alpha, beta) box: >= a 50 x 50 grid of the box, and equal to the two corners of docs/theory/glm.md#beta-binomial:
     max(L(a_hi, b_lo), L(a_lo, b_hi)) (attained: exact)."""
     rng = np.random.default_rng(7)
     op = op_of("BetaBinomial")

@@ -794,7 +794,7 @@ def test_continuous_hurdle_zero_message():
 class _NormalStubSpec:
     """A region spec for the Normal used only when the continuous rules register none yet:
     L = [(d + W)^2 - (d - W)_+^2] / (2 sigma^2) increases in d (mu: ends) and decreases in sigma;
-    windows: glm_rules lemma C (Normal)."""
+    windows: lemma C (Normal, docs/theory/glm.md#normal-sigma)."""
 
     spec = RegionSpec(window="ends", params={"mu": "ends", "sigma": "decreasing"})
 
