@@ -46,7 +46,7 @@ Section 5.2 / Figure 2 -- linear regression, MSE vs prior precision b
     1/sqrt(b))`` (precision b). The paper truncates the weights to ``||w|| <= 10/sqrt(b)``;
     pymc_dp derives the truncation from a budget, so the budget given to it is the per-draw
     epsilon of exactly that ball, ``(1 + 10/sqrt(b))**2`` (the linear-regression rule of
-    DESIGN.md section 4 with sigma = 1), and the derived radius is recorded next to the paper's.
+    docs/theory/families.md#linear-regression with sigma = 1), and the derived radius is recorded next to the paper's.
     Methods: the non-private conjugate posterior mean (untruncated prior), and posterior
     sampling through pymc_dp's MCMC path (NUTS on the truncated model; N released draws, the
     predictor is the mean of the released weight draws). Test MSE on the other 90%.
@@ -231,7 +231,7 @@ def paper_trim_epsilon(epsilon: float, features: int = FEATURES) -> float:
     """pymc_dp's record-level epsilon of one draw under the paper's trim ``omega = exp(-eps/2)``.
 
     Every Bernoulli factor truncated to ``[omega, 1 - omega]`` has the exact constant
-    ``logit(1 - omega)`` (DESIGN.md section 4); a record is read by the label factor and the
+    ``logit(1 - omega)`` (docs/theory/families.md#bn-node); a record is read by the label factor and the
     ``features`` feature factors, and one draw is ``2 * Delta``-DP.
     """
     omega = math.exp(-epsilon / 2)
