@@ -24,6 +24,15 @@ Per total epsilon in {0.5, 1, 2, 5, 10}, on a fixed 70/30 train/test split:
   ``draws=10`` (epsilon / 10 per draw, point estimate the mean of the 10 draws), ``unit="record"``,
   repeated ``REPEATS`` times with fresh draws (certified once per epsilon: the certificate is
   public);
+* **pymc_dp, noisy statistics** (linear only; the path ``pymc_dp.recommend`` recommends there):
+  ``noisy_statistics`` releases ``Z'Z, Z'y, y'y`` once at the whole epsilon, and the point estimate
+  is the noise-aware posterior mean (2 chains x 500 draws, post-processing), repeated ``REPEATS``
+  times;
+* **pymc_dp, standardised** (logistic only): ``pymc_dp.standardize`` spends ``PRE_SHARE`` of the
+  total epsilon (at most 1) on private column means and sds, the model is fitted on the
+  standardised features, and ``make_private`` with ``draws=1`` spends the rest; preprocessing is
+  counted in the total. The coefficients are mapped back to the unit scale for the ``sds`` metric.
+  Repeated ``REPEATS`` times (each repeat estimates afresh, so it certifies afresh);
 * **diffprivlib**: the estimator at the same epsilon, repeated ``REPEATS_DPL`` times.
 
 The metrics are test accuracy (logistic) or test RMSE on the target's scale (linear), and the
@@ -33,8 +42,11 @@ is a median over repeats, with the 10%–90% range.
 Run from the repository root (``pip install -e ".[bench]"`` first)::
 
     python benchmarks/compare_diffprivlib.py     # writes results/compare_diffprivlib.{json,md}
+    python benchmarks/compare_diffprivlib.py --add-noisy   # only the noisy-statistics column, into the saved results
+    python benchmarks/compare_diffprivlib.py --add-standardized   # only the standardised logistic column
 
-About 15 minutes on 2 cores. Nothing is charged (``ledger=None``).
+About 15 minutes on 2 cores, and 15 more for the noisy-statistics column. Nothing is charged
+(``ledger=None``).
 """
 
 from __future__ import annotations
@@ -57,6 +69,7 @@ import pymc_dp  # noqa: E402
 EPSILONS = (0.5, 1.0, 2.0, 5.0, 10.0)
 REPEATS = 5
 REPEATS_DPL = 50
+PRE_SHARE = 0.2  # of the total epsilon, spent on private standardisation (at most 1)
 OUT = os.path.join(os.path.dirname(__file__), "results", "compare_diffprivlib")
 REFERENCE = dict(draws=1000, tune=1000, chains=4, progressbar=False, compute_convergence_checks=False)
 RELEASE = dict(tune=500, progressbar=False)
@@ -204,6 +217,10 @@ def run(kind):
             row[key] = {"score": _summary(scores), "sds": _summary(sds), "certify_s": certify,
                         "epsilon_per_draw": pmod.certificate.epsilon_per_draw,
                         "truncation": [t for f in pmod.certificate.factors for t in f.truncation]}
+        if kind == "linear":
+            row["pymc_dp_noisy_statistics"] = noisy_column(model, domains, eps, X[test], y[test], ref_mean, ref_sd)
+        else:
+            row["pymc_dp_standardized"] = standardized_column(eps, X[train], y[train], X[test], y[test], ref_mean, ref_sd)
         scores, sds = [], []
         for r in range(REPEATS_DPL):
             if kind == "logistic":
@@ -218,6 +235,73 @@ def run(kind):
         out["rows"].append(row)
         print(kind, eps, {k: v.get("score", v) for k, v in row.items() if k != "epsilon"}, flush=True)
     return out
+
+
+def noisy_column(model, domains, eps, X_test, y_test, ref_mean, ref_sd) -> dict:
+    """The noisy-statistics path at total ``eps``: ``REPEATS`` independent releases."""
+    scores, sds, secs = [], [], []
+    for r in range(REPEATS):
+        t0 = time.perf_counter()
+        mech = pymc_dp.noisy_statistics(model, epsilon=eps, data=domains, ledger=None)
+        post = mech.sample(500, chains=2, random_seed=200 + r, **RELEASE).posterior
+        coef = _coefficients(post).mean(axis=0)
+        scores.append(_score("linear", coef, X_test, y_test))
+        sds.append(_sds(coef, ref_mean, ref_sd))
+        secs.append(time.perf_counter() - t0)
+    return {"score": _summary(scores), "sds": _summary(sds), "seconds": _summary(secs)}
+
+
+def standardized_column(eps, X_train, y_train, X_test, y_test, ref_mean, ref_sd) -> dict:
+    """Private standardisation, then one posterior draw, at total ``eps``."""
+    pre = min(1.0, PRE_SHARE * eps)
+    scores, sds, secs = [], [], []
+    for r in range(REPEATS):
+        t0 = time.perf_counter()
+        std = pymc_dp.standardize({"X": X_train, "y": y_train}, data={"X": pymc_dp.Box(-1.0, 1.0), "y": pymc_dp.Binary()},
+                                  epsilon=pre, columns=["X"], ledger=None)
+        model, _ = logistic_model(std.values["X"], y_train)
+        try:
+            pmod = pymc_dp.make_private(model, epsilon=eps - pre, draws=1, data=std.data, ledger=None)
+        except pymc_dp.PrivacyError as err:
+            return {"refused": str(err).splitlines()[0][:200]}
+        idata = pmod.sample(random_seed=300 + r, chains=1, **RELEASE)
+        coef_std = _coefficients(idata.posterior).mean(axis=0)
+        m, s = std.center["X"], std.scale["X"]
+        scores.append(_score("logistic", coef_std, (X_test - m) / s, y_test))
+        w = coef_std[1:] / s  # back to the unit scale: b + w.x = b_std + w_std.(x - m) / s
+        coef = np.r_[coef_std[0] - np.sum(w * m), w]
+        sds.append(_sds(coef, ref_mean, ref_sd))
+        secs.append(time.perf_counter() - t0)
+    return {"score": _summary(scores), "sds": _summary(sds), "seconds": _summary(secs), "epsilon_preprocessing": pre}
+
+
+def add_standardized(results) -> None:
+    """Add the standardised column to saved logistic results (the other columns are kept)."""
+    for res in results:
+        if res["kind"] != "logistic":
+            continue
+        X, y, _ = breast_cancer()
+        train, test = _split(len(y))
+        ref_mean = np.asarray(res["non_private"]["pymc_posterior_mean"]["coef"])
+        ref_sd = np.asarray(res["non_private"]["pymc_posterior_mean"]["sd"])
+        for row in res["rows"]:
+            row["pymc_dp_standardized"] = standardized_column(row["epsilon"], X[train], y[train], X[test], y[test], ref_mean, ref_sd)
+            print("logistic", row["epsilon"], row["pymc_dp_standardized"].get("score"), flush=True)
+
+
+def add_noisy(results) -> None:
+    """Add the noisy-statistics column to saved results (the other columns are kept)."""
+    for res in results:
+        if res["kind"] != "linear":
+            continue
+        X, y, _ = diabetes()
+        train, test = _split(len(y))
+        model, domains = linear_model(X[train], y[train])
+        ref_mean = np.asarray(res["non_private"]["pymc_posterior_mean"]["coef"])
+        ref_sd = np.asarray(res["non_private"]["pymc_posterior_mean"]["sd"])
+        for row in res["rows"]:
+            row["pymc_dp_noisy_statistics"] = noisy_column(model, domains, row["epsilon"], X[test], y[test], ref_mean, ref_sd)
+            print("linear", row["epsilon"], row["pymc_dp_noisy_statistics"]["score"], flush=True)
 
 
 def _cell(entry, what):
@@ -236,6 +320,8 @@ def markdown(results) -> str:
     for res in results:
         metric = "test accuracy" if res["kind"] == "logistic" else "test RMSE"
         npv = res["non_private"]
+        noisy = any("pymc_dp_noisy_statistics" in row for row in res["rows"])
+        standardized = any("pymc_dp_standardized" in row for row in res["rows"])
         lines += [f"## {res['kind']} regression ({', '.join(res['features'])}; n = {res['n_train']} train, "
                   f"{res['n_test']} test)", "",
                   f"Non-private: PyMC posterior mean {metric} {npv['pymc_posterior_mean']['score']:.3f}; "
@@ -243,11 +329,15 @@ def markdown(results) -> str:
                   f"ignores the data (every coefficient 0) scores {npv['no_data']['score']:.3f} "
                   f"({npv['no_data']['sds']:.1f} sds).", "",
                   f"| total ε | pymc_dp, 1 draw: {metric} | sds | pymc_dp, 10 draws: {metric} | sds | "
-                  f"diffprivlib: {metric} | sds |",
-                  "|---|---|---|---|---|---|---|"]
+                  + (f"pymc_dp, noisy statistics: {metric} | sds | " if noisy else "")
+                  + (f"pymc_dp, standardised + 1 draw: {metric} | sds | " if standardized else "")
+                  + f"diffprivlib: {metric} | sds |",
+                  "|---|---|---|---|---|---|---|" + ("---|---|" if noisy else "") + ("---|---|" if standardized else "")]
+        keys = (("pymc_dp_1_draw", "pymc_dp_10_draws") + (("pymc_dp_noisy_statistics",) if noisy else ())
+                + (("pymc_dp_standardized",) if standardized else ()) + ("diffprivlib",))
         for row in res["rows"]:
             cells = []
-            for key in ("pymc_dp_1_draw", "pymc_dp_10_draws", "diffprivlib"):
+            for key in keys:
                 cells += [_cell(row[key], "score"), _cell(row[key], "sds") if "refused" not in row[key] else ""]
             lines.append(f"| {row['epsilon']:g} | " + " | ".join(cells) + " |")
         lines.append("")
@@ -258,6 +348,19 @@ def main():
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
+    if "--add-noisy" in sys.argv[1:] or "--add-standardized" in sys.argv[1:]:
+        with open(OUT + ".json") as fh:
+            saved = json.load(fh)
+        if "--add-noisy" in sys.argv[1:]:
+            add_noisy(saved["results"])
+        if "--add-standardized" in sys.argv[1:]:
+            add_standardized(saved["results"])
+        with open(OUT + ".json", "w") as fh:
+            json.dump({**saved, "seconds_noisy_column": time.perf_counter() - t0}, fh, indent=1)
+        with open(OUT + ".md", "w") as fh:
+            fh.write(markdown(saved["results"]))
+        print(markdown(saved["results"]))
+        return
     results = [run("logistic"), run("linear")]
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT + ".json", "w") as fh:
