@@ -59,31 +59,6 @@ def joint_bound(
     max_rounds: int = 60,
     max_boxes: int = 1_000_000,
 ) -> tuple[float, float]:
-    """:func:`_joint_bound`, remembered: the bound depends on public facts only (terms, spans,
-    domain), so repeated releases with the same domains (a sweep, a calibration) reuse it."""
-    key = (tuple(map(tuple, terms)), tuple(map(float, spans)), tuple(map(float, lo)), tuple(map(float, hi)),
-           tuple(sorted((float(r), tuple(c)) for r, c in (radius or {}).items())), tol, max_rounds, max_boxes)
-    if key not in _JOINT_CACHE:
-        if len(_JOINT_CACHE) > 256:
-            _JOINT_CACHE.clear()
-        _JOINT_CACHE[key] = _joint_bound(terms, spans, lo, hi, radius=radius, tol=tol, max_rounds=max_rounds, max_boxes=max_boxes)
-    return _JOINT_CACHE[key]
-
-
-_JOINT_CACHE: dict = {}
-
-
-def _joint_bound(
-    terms: Sequence[tuple[int, ...]],
-    spans: Sequence[float],
-    lo: Sequence[float],
-    hi: Sequence[float],
-    *,
-    radius: dict | None = None,
-    tol: float = 0.01,
-    max_rounds: int = 60,
-    max_boxes: int = 200_000,
-) -> tuple[float, float]:
     """``(upper, lower)`` bounds on ``K* = sup_{r, r'} sum_j |t_j(r) - t_j(r')| / span_j``.
 
     Parameters
@@ -105,7 +80,24 @@ def _joint_bound(
     (upper, lower) : float
         ``lower <= K* <= upper``, ``upper <= (1 + tol) lower`` unless the rounds ran out, and
         ``upper <= len(nonzero spans)``.
+
+    The bound depends on public facts only (terms, spans, domain), so it is remembered: repeated
+    releases with the same domains (a sweep, a calibration) reuse it.
     """
+    key = (tuple(map(tuple, terms)), tuple(map(float, spans)), tuple(map(float, lo)), tuple(map(float, hi)),
+           tuple(sorted((float(r), tuple(c)) for r, c in (radius or {}).items())), tol, max_rounds, max_boxes)
+    if key not in _JOINT_CACHE:
+        if len(_JOINT_CACHE) > 256:
+            _JOINT_CACHE.clear()
+        _JOINT_CACHE[key] = _branch_and_bound(terms, spans, lo, hi, radius, tol, max_rounds, max_boxes)
+    return _JOINT_CACHE[key]
+
+
+_JOINT_CACHE: dict = {}
+
+
+def _branch_and_bound(terms, spans, lo, hi, radius, tol, max_rounds, max_boxes) -> tuple[float, float]:
+    """:func:`joint_bound`'s computation (not remembered)."""
     keep = [j for j, s in enumerate(spans) if s > 0]
     terms = [tuple(terms[j]) for j in keep]
     w = 1.0 / np.asarray([spans[j] for j in keep], float)
