@@ -182,7 +182,7 @@ class PrivateModel:
             mode = "budget"
         else:
             regions, lipschitz = self._certify_bounds(ctx, bounds)
-            eps0 = lift.epsilon_per_draw_from_delta(lift.lift(lipschitz, reads, unit))
+            eps0 = lift.epsilon_per_draw_from_Delta(lift.lift(lipschitz, reads, unit))
             budget_split = None  # the truncation is the user's: there is nothing to split
             mode = "bounds"
             cons = [c for r in regions.values() for c in r.constraints]
@@ -371,23 +371,23 @@ class PrivateModel:
 
         A user unit is ``m`` records: its factors share ``Delta / m`` as records do.
         """
-        delta_record = eps0 / 2.0 / lift.rows_per_unit(self.unit)
+        Delta_record = eps0 / 2.0 / lift.rows_per_unit(self.unit)
         try:
-            return choose_split(self.factors, delta_record, lift.base_unit(self.unit), ctx, optimise=split == "optimised")
+            return choose_split(self.factors, Delta_record, lift.base_unit(self.unit), ctx, optimise=split == "optimised")
         except InfeasibleBudget as err:
-            raise self._infeasible_message(err, ctx, eps0, delta_record) from None
+            raise self._infeasible_message(err, ctx, eps0, Delta_record) from None
 
-    def _infeasible_message(self, err: InfeasibleBudget, ctx, eps0: float, delta_record: float) -> BudgetExceededError:
+    def _infeasible_message(self, err: InfeasibleBudget, ctx, eps0: float, Delta_record: float) -> BudgetExceededError:
         """Why no truncation fits, in words: proven (a certified floor), or not found (a search)."""
         reads = {f.name: f.reads for f in self.factors}
         lifted = lift.lift(err.mins, reads, self.unit)
-        eps_min = accounting.compose(lift.epsilon_per_draw_from_delta(lifted), self.draws, self.delta).epsilon
+        eps_min = accounting.compose(lift.epsilon_per_draw_from_Delta(lifted), self.draws, self.delta).epsilon
         name = max(err.mins, key=err.mins.get)
         factor = next(f for f in self.factors if f.name == name)
         others = sum(v for k, v in err.mins.items() if k != name)
-        available = max(delta_record - others, 0.0)  # what this factor may have, the others at their floors
+        available = max(Delta_record - others, 0.0)  # what this factor may have, the others at their floors
         hint = _budget_hint(factor, ctx, available)
-        if lifted >= delta_record * (1 - 1e-12) and err.certified.get(name, True):
+        if lifted >= Delta_record * (1 - 1e-12) and err.certified.get(name, True):
             return BudgetExceededError(
                 f"the budget cannot be met: factor {name!r} ({factor.family}) has a per-record constant of at "
                 f"least {err.mins[name]:.4g} for every parameter value (proved), and the factors' smallest "
@@ -395,7 +395,7 @@ class PrivateModel:
                 f"epsilon the per-record constant can certify for {self.draws} draw(s) with unit={self.unit!r} "
                 f"is at least {eps_min:.4g}.{_oscillation_note(factor)} To do: raise epsilon, lower draws, or {hint}."
             )
-        if lifted >= delta_record * (1 - 1e-12):
+        if lifted >= Delta_record * (1 - 1e-12):
             return BudgetExceededError(
                 f"no truncation that meets the budget was found: factor {name!r} ({factor.family}) has no "
                 f"parameter value with a per-record constant below {err.mins[name]:.4g} that a numerical search "

@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 from pymc_dp.units import UNITS, Users
 
-__all__ = ["UNITS", "lift", "split_budget", "epsilon_per_draw_from_delta", "rows_per_unit", "base_unit"]
+__all__ = ["UNITS", "lift", "split_budget", "epsilon_per_draw_from_Delta", "rows_per_unit", "base_unit"]
 
 
 def rows_per_unit(unit: Any) -> int:
@@ -46,7 +46,7 @@ def lift(lipschitz: Mapping[str, float], reads: Mapping[str, Sequence[str]], uni
     raise ValueError(f"unknown unit {unit!r}")
 
 
-def split_budget(delta: float, reads: Mapping[str, Sequence[str]], unit: Any) -> dict[str, float]:
+def split_budget(Delta: float, reads: Mapping[str, Sequence[str]], unit: Any) -> dict[str, float]:
     """Split the per-draw ``Delta`` across factors so that :func:`lift` gives back ``Delta``.
 
     Record unit: an equal share ``Delta / J``; user unit: ``Delta / (m J)``. Attribute unit: factor j gets
@@ -54,21 +54,21 @@ def split_budget(delta: float, reads: Mapping[str, Sequence[str]], unit: Any) ->
     then ``sum_{j reads k} L_j <= Delta`` for every k, with equality at the busiest container.
     """
     if isinstance(unit, Users):
-        return split_budget(delta / unit.max_rows, reads, "record")
+        return split_budget(Delta / unit.max_rows, reads, "record")
     private = [j for j in reads if reads[j]]
     if not private:
         return {}
     if unit == "record":
-        return {j: delta / len(private) for j in private}
+        return {j: Delta / len(private) for j in private}
     if unit == "attribute":
         count = {}
         for j in private:
             for k in reads[j]:
                 count[k] = count.get(k, 0) + 1
-        return {j: delta / max(count[k] for k in reads[j]) for j in private}
+        return {j: Delta / max(count[k] for k in reads[j]) for j in private}
     raise ValueError(f"unknown unit {unit!r}")
 
 
-def epsilon_per_draw_from_delta(delta: float) -> float:
+def epsilon_per_draw_from_Delta(Delta: float) -> float:
     """One exact posterior draw is ``2 Delta``-DP (the factor 2 is necessary)."""
-    return 2.0 * delta
+    return 2.0 * Delta

@@ -81,16 +81,16 @@ class InfeasibleBudget(BudgetExceededError):
     ----------
     mins : dict of str to float
         Factor name -> the smallest constant its solver can reach (0 when none).
-    delta : float
+    Delta : float
         The per-draw budget ``Delta`` that was asked for.
     lifted : float
-        ``lift(mins, reads, unit)``: the smallest ``Delta`` any split could meet (``>= delta``).
+        ``lift(mins, reads, unit)``: the smallest ``Delta`` any split could meet (``>= Delta``).
     """
 
     def __init__(
         self,
         mins: Mapping[str, float],
-        delta: float = math.nan,
+        Delta: float = math.nan,
         lifted: float = math.nan,
         unit: str = "record",
         certified: Mapping[str, bool] | None = None,
@@ -98,16 +98,16 @@ class InfeasibleBudget(BudgetExceededError):
         self.mins = dict(mins)
         #: factor -> whether its minimum is the rule's own (True) or a numerical search's (False)
         self.certified = {name: True for name in self.mins} | dict(certified or {})
-        self.delta = delta
+        self.Delta = Delta
         self.lifted = lifted
         self.unit = unit
         worst = ", ".join(f"{k!r}: {v:.4g}" for k, v in self.mins.items())
-        if lifted >= delta:
+        if lifted >= Delta:
             why = f"meets every factor's minimum constant ({worst}); together they need Delta > {lifted:.4g}"
         else:
             why = f"that the search tried could be certified (minimum constants found: {worst})"
         super().__init__(
-            f"no split of the per-draw budget Delta = {delta:.4g} (unit={unit!r}) {why}. Raise "
+            f"no split of the per-draw budget Delta = {Delta:.4g} (unit={unit!r}) {why}. Raise "
             "epsilon, lower draws, or remodel the factor with the largest minimum."
         )
 
@@ -116,7 +116,7 @@ class InfeasibleBudget(BudgetExceededError):
 class BudgetSplit:
     """The chosen split of ``Delta`` across factors, its regions and the prior mass they keep."""
 
-    #: factor name -> L_j; ``lift(shares, reads, unit) == delta`` (never above it)
+    #: factor name -> L_j; ``lift(shares, reads, unit) == Delta`` (never above it)
     shares: Mapping[str, float]
     #: factor name -> ``solve_factor(f, shares[f], ctx)``
     regions: Mapping[str, FactorRegion]
@@ -135,9 +135,9 @@ class BudgetSplit:
 
 
 def min_shares(
-    factors: Sequence[Factor], delta: float, ctx: RegionContext, certified: dict[str, bool] | None = None
+    factors: Sequence[Factor], Delta: float, ctx: RegionContext, certified: dict[str, bool] | None = None
 ) -> dict[str, float]:
-    """Each factor's minimum constant: its solver's, from a tiny share (``1e-9 * delta``, at
+    """Each factor's minimum constant: its solver's, from a tiny share (``1e-9 * Delta``, at
     least ``1e-9``).
 
     A solver that cannot reach the tiny share raises :class:`~pymc_dp.truncate.Infeasible`
@@ -149,7 +149,7 @@ def min_shares(
     """
     from pymc_dp.oscillation import reaches
 
-    probe = max(_PROBE * delta, _PROBE_FLOOR)
+    probe = max(_PROBE * Delta, _PROBE_FLOOR)
     mins = {}
     for f in factors:
         if reaches(f, probe, ctx):  # the oscillation search finds a region at the probe
@@ -237,9 +237,9 @@ def _mass(regions, ctx) -> tuple[float, str]:
 class _Boundary:
     """``z -> L``: the boundary ``lift(L) = Delta`` above the minimums (module docstring)."""
 
-    def __init__(self, names, reads, unit, delta, mins):
+    def __init__(self, names, reads, unit, Delta, mins):
         self.names = list(names)
-        self.delta = float(delta)
+        self.Delta = float(Delta)
         self.reads = reads
         self.unit = unit
         self.m = np.array([mins[n] for n in self.names], dtype=float)
@@ -251,11 +251,11 @@ class _Boundary:
 
     def shares(self, z: np.ndarray) -> dict[str, float]:
         w = np.exp(z - np.max(z))
-        s = min((self.delta - self.m[g].sum()) / w[g].sum() for g in self.groups)
+        s = min((self.Delta - self.m[g].sum()) / w[g].sum() for g in self.groups)
         L = self.m + s * w
         for i in range(60):  # never above Delta, rounding included
             shares = {n: float(v) for n, v in zip(self.names, L)}
-            if lift(shares, self.reads, self.unit) <= self.delta:
+            if lift(shares, self.reads, self.unit) <= self.Delta:
                 return shares
             L = self.m + (L - self.m) * (1 - 2.0 ** (i - 52))
         raise AssertionError("could not fit the split under Delta")  # pragma: no cover
@@ -268,20 +268,20 @@ class _Boundary:
 
 def choose_split(
     factors: Sequence[Factor],
-    delta: float,
+    Delta: float,
     unit: str,
     ctx: RegionContext,
     *,
     optimise: bool = True,
     max_evals: int | None = None,
 ) -> BudgetSplit:
-    """The split of ``delta`` across ``factors`` that keeps the most prior mass.
+    """The split of ``Delta`` across ``factors`` that keeps the most prior mass.
 
     Parameters
     ----------
     factors : sequence of Factor
         The private likelihood factors (each reads at least one private container).
-    delta : float
+    Delta : float
         The per-draw budget ``Delta`` (one draw is ``2 Delta``-DP).
     unit : {"record", "attribute"}
         The privacy unit of :func:`pymc_dp.lift.lift`.
@@ -305,8 +305,8 @@ def choose_split(
     """
     if unit not in UNITS:
         raise ValueError(f"unknown unit {unit!r}")
-    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (math.isfinite(delta) and delta > 0):
-        raise ValueError(f"delta={delta!r} must be a finite number > 0")
+    if isinstance(Delta, bool) or not isinstance(Delta, numbers.Real) or not (math.isfinite(Delta) and Delta > 0):
+        raise ValueError(f"Delta={Delta!r} must be a finite number > 0")
     factors = list(factors)
     if not factors:
         raise ValueError("choose_split needs at least one factor")
@@ -321,7 +321,7 @@ def choose_split(
         max_evals = min(400, 60 + 60 * (J - 1))
 
     objective = _Objective(factors, ctx)
-    equal = split_budget(float(delta), reads, unit)
+    equal = split_budget(float(Delta), reads, unit)
     equal_log, equal_regions = objective(equal)
     equal_mass = _mass(equal_regions, ctx) if equal_regions is not None else None
 
@@ -342,19 +342,19 @@ def choose_split(
     if J == 1 or not optimise:
         if equal_regions is None:
             certified: dict[str, bool] = {}
-            mins = min_shares(factors, delta, ctx, certified)
-            raise InfeasibleBudget(mins, float(delta), lift(mins, reads, unit), unit, certified)
+            mins = min_shares(factors, Delta, ctx, certified)
+            raise InfeasibleBudget(mins, float(Delta), lift(mins, reads, unit), unit, certified)
         return result(equal, equal_regions, "equal", {})
 
     certified = {}
-    mins = min_shares(factors, delta, ctx, certified)
+    mins = min_shares(factors, Delta, ctx, certified)
     lifted_min = lift(mins, reads, unit)
-    if lifted_min >= delta:
-        raise InfeasibleBudget(mins, float(delta), lifted_min, unit, certified)
+    if lifted_min >= Delta:
+        raise InfeasibleBudget(mins, float(Delta), lifted_min, unit, certified)
     start = None
     if unit == "record" and _separable(factors, equal_regions, ctx):
         # the log mass is a sum over factors: a multiplier search, then (few factors) a polish
-        shares = _lagrangian_split(factors, float(delta), mins, objective, ctx, reads, unit)
+        shares = _lagrangian_split(factors, float(Delta), mins, objective, ctx, reads, unit)
         if shares is not None:
             value, regions = objective(shares)
             if regions is not None and value > equal_log + _GAIN:
@@ -363,7 +363,7 @@ def choose_split(
             if start is not None:
                 return result(start, objective(start)[1], "optimised", mins)
             return result(equal, equal_regions, "equal", mins)
-    boundary = _Boundary(names, reads, unit, delta, mins)
+    boundary = _Boundary(names, reads, unit, Delta, mins)
 
     if start is not None:
         z0 = boundary.weights_of(start)
@@ -417,7 +417,7 @@ def choose_split(
         pass
 
     if best["regions"] is None:
-        raise InfeasibleBudget(mins, float(delta), lifted_min, unit)  # pragma: no cover - every start fits
+        raise InfeasibleBudget(mins, float(Delta), lifted_min, unit)  # pragma: no cover - every start fits
     if equal_regions is not None and not best["value"] > equal_log + _GAIN:
         return result(equal, equal_regions, "equal", mins)
     return result(best["shares"], best["regions"], "optimised", mins)
@@ -480,14 +480,14 @@ def _separable(factors, equal_regions, ctx) -> bool:
     return True
 
 
-def _lagrangian_split(factors, delta, mins, objective, ctx, reads, unit, points: int = 28):
-    """The split maximising ``sum_j g_j(L_j)`` subject to ``sum_j L_j = delta`` when the log
+def _lagrangian_split(factors, Delta, mins, objective, ctx, reads, unit, points: int = 28):
+    """The split maximising ``sum_j g_j(L_j)`` subject to ``sum_j L_j = Delta`` when the log
     mass is a sum of per-factor terms ``g_j`` (:func:`_separable`): each ``g_j`` is tabulated on
     a grid of shares above its minimum, and the multiplier ``lambda`` of the budget is found by
     bisection so that the shares maximising ``g_j(L) - lambda L`` fill the budget. J x points
-    solves instead of a search over J - 1 dimensions; any split it returns lifts to ``delta``."""
+    solves instead of a search over J - 1 dimensions; any split it returns lifts to ``Delta``."""
     total_min = sum(mins[f.name] for f in factors)
-    room = delta - total_min
+    room = Delta - total_min
     if room <= 0:
         return None
     grid_u = np.geomspace(1e-4, 1.0, points)
@@ -517,11 +517,11 @@ def _lagrangian_split(factors, delta, mins, objective, ctx, reads, unit, points:
         return np.array([sh[np.argmax(np.where(np.isfinite(v), v - lam * sh, -np.inf))] for sh, v in tables])
 
     lo, hi = 0.0, 1.0
-    while pick(hi).sum() > delta and hi < 1e12:
+    while pick(hi).sum() > Delta and hi < 1e12:
         lo, hi = hi, hi * 4.0
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if pick(mid).sum() > delta:
+        if pick(mid).sum() > Delta:
             lo = mid
         else:
             hi = mid
@@ -533,7 +533,7 @@ def _lagrangian_split(factors, delta, mins, objective, ctx, reads, unit, points:
     chosen = m + (chosen - m) * (room / spent)  # the whole budget: a larger share never loses mass
     shares = {f.name: float(v) for f, v in zip(factors, chosen)}
     for i in range(60):  # never above Delta, rounding included
-        if lift(shares, reads, unit) <= delta:
+        if lift(shares, reads, unit) <= Delta:
             return shares
         shares = {k: mins[k] + (v - mins[k]) * (1 - 2.0 ** (i - 52)) for k, v in shares.items()}
     return None  # pragma: no cover
