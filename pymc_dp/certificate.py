@@ -91,9 +91,18 @@ class Certificate:
     exact_unavailable: str | None = None
 
     @property
-    def delta_per_draw(self) -> float:
+    def Delta_per_draw(self) -> float:
         """``Delta``: the largest change of the log-likelihood that one unit makes (``eps0 / 2``)."""
         return self.epsilon_per_draw / 2.0
+
+    @property
+    def delta_per_draw(self) -> float:
+        """Deprecated name of :attr:`Delta_per_draw` (``delta`` is DP's delta everywhere else)."""
+        import warnings
+
+        warnings.warn("Certificate.delta_per_draw is Delta_per_draw (the per-draw bound Delta, not DP's delta)",
+                      DeprecationWarning, stacklevel=2)
+        return self.Delta_per_draw
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -128,7 +137,7 @@ class Certificate:
         lines = [
             f"pymc_dp certificate: ({self.epsilon:.6g}, {self.delta:.3g})-DP for {self.draws} "
             f"posterior draw(s), unit={unit}, {self.composition} composition",
-            f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.delta_per_draw:.6g})",
+            f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.Delta_per_draw:.6g})",
             f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method}); "
             + ("truncation given by bounds=" if self.mode == "bounds" else f"{self.split} split of Delta")
             + (

@@ -59,7 +59,7 @@ _REL_TOL = 1e-9
 
 
 # =========================================================================== bounds
-def kl_robustness_bound(delta_per_draw: float, rho: float = 1.0) -> float:
+def kl_robustness_bound(Delta_per_draw: float, rho: float = 1.0) -> float:
     """KL robustness of the posterior (JMLR 2017 Thm 7.1; ALT 2014 Thm 1; docs/theory/report_bounds.md#kl).
 
     ``D(xi(.|x) || xi(.|y)) <= 2 Delta rho(x, y)``.
@@ -74,18 +74,18 @@ def kl_robustness_bound(delta_per_draw: float, rho: float = 1.0) -> float:
 
     Parameters
     ----------
-    delta_per_draw : float
+    Delta_per_draw : float
         ``Delta``, the per-unit change of the log-likelihood on the truncated prior's support.
     rho : float
         The distance between the datasets, in privacy units (1: neighbours).
     """
-    delta_per_draw, rho = float(delta_per_draw), float(rho)
-    if not (delta_per_draw >= 0 and rho >= 0):
-        raise ValueError("delta_per_draw and rho must be >= 0")
-    return 2.0 * delta_per_draw * rho
+    Delta_per_draw, rho = float(Delta_per_draw), float(rho)
+    if not (Delta_per_draw >= 0 and rho >= 0):
+        raise ValueError("Delta_per_draw and rho must be >= 0")
+    return 2.0 * Delta_per_draw * rho
 
 
-def distinguishability_threshold(delta_per_draw: float, draws: int, confidence_delta: float = 0.05) -> float:
+def distinguishability_threshold(Delta_per_draw: float, draws: int, confidence_delta: float = 0.05) -> float:
     """How far apart datasets must be before N draws let an adversary tell them apart
     (JMLR 2017 Thm 13 under Assumption 1; docs/theory/report_bounds.md#distinguishability).
 
@@ -107,7 +107,7 @@ def distinguishability_threshold(delta_per_draw: float, draws: int, confidence_d
 
     Parameters
     ----------
-    delta_per_draw : float
+    Delta_per_draw : float
         ``Delta`` (the paper's ``L``).
     draws : int
         N, the number of released draws (the paper's ``n`` in Thm 13).
@@ -119,14 +119,14 @@ def distinguishability_threshold(delta_per_draw: float, draws: int, confidence_d
     float
         The threshold on ``rho`` in privacy units (``inf`` when ``Delta == 0``).
     """
-    delta_per_draw, n, dc = float(delta_per_draw), int(draws), float(confidence_delta)
+    Delta_per_draw, n, dc = float(Delta_per_draw), int(draws), float(confidence_delta)
     if not 0.0 < dc < 1.0:
         raise ValueError(f"confidence_delta={confidence_delta!r} must be in (0, 1)")
-    if n < 1 or delta_per_draw < 0:
-        raise ValueError("draws must be >= 1 and delta_per_draw >= 0")
-    if delta_per_draw == 0.0:
+    if n < 1 or Delta_per_draw < 0:
+        raise ValueError("draws must be >= 1 and Delta_per_draw >= 0")
+    if Delta_per_draw == 0.0:
         return math.inf
-    return 3.0 * math.log(1.0 / dc) / (4.0 * delta_per_draw * n)
+    return 3.0 * math.log(1.0 / dc) / (4.0 * Delta_per_draw * n)
 
 
 def utility_sampling_term(draws: int, confidence_delta: float = 0.05, responses: int = 1) -> float:

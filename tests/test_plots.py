@@ -125,9 +125,9 @@ def test_factor_contributions_record_unit(nb):
     np.testing.assert_allclose(_bars(ax, "equal split"), [f.equal_share for f in cert.factors])
     assert [t.get_text() for t in ax.get_xticklabels()] == [f.name for f in cert.factors]
     budget = [ln for ln in ax.get_lines() if ln.get_label().startswith("sum of shares")]
-    assert len(budget) == 1 and budget[0].get_ydata()[0] == pytest.approx(cert.delta_per_draw)
+    assert len(budget) == 1 and budget[0].get_ydata()[0] == pytest.approx(cert.Delta_per_draw)
     # the chosen shares fill Delta; the percentages say how
-    assert sum(f.lipschitz for f in cert.factors) == pytest.approx(cert.delta_per_draw, rel=1e-9)
+    assert sum(f.lipschitz for f in cert.factors) == pytest.approx(cert.Delta_per_draw, rel=1e-9)
     pct = [float(t.get_text().rstrip("%")) for t in ax.texts]
     assert len(pct) == len(cert.factors) and sum(pct) == pytest.approx(100, abs=1)
     assert "Delta = sum_j L_j" in ax.get_title()
@@ -144,10 +144,10 @@ def test_factor_contributions_attribute_unit_stacks_per_container():
     chosen = np.sum([_bars(ax, f"{f.name} (optimised split)") for f in cert.factors], axis=0)
     expected = [sum(f.lipschitz for f in cert.factors if k in f.reads) for k in ("X", "y")]
     np.testing.assert_allclose(chosen, expected)
-    assert max(chosen) == pytest.approx(cert.delta_per_draw, rel=1e-9)  # Delta = max_k Delta_k
+    assert max(chosen) == pytest.approx(cert.Delta_per_draw, rel=1e-9)  # Delta = max_k Delta_k
     equal = np.sum([_bars(ax, f"{f.name} (equal split)") for f in cert.factors], axis=0)
-    assert max(equal) == pytest.approx(cert.delta_per_draw, rel=1e-9)
-    assert any(ln.get_label() == f"Delta = {cert.delta_per_draw:.4g}" for ln in ax.get_lines())
+    assert max(equal) == pytest.approx(cert.Delta_per_draw, rel=1e-9)
+    assert any(ln.get_label() == f"Delta = {cert.Delta_per_draw:.4g}" for ln in ax.get_lines())
 
 
 def test_factor_contributions_user_unit_notes_m():
@@ -157,9 +157,9 @@ def test_factor_contributions_user_unit_notes_m():
     ax = plots.plot_factor_contributions(pmod)
     assert "m = 3" in ax.get_title() and "m x sum_j L_j" in ax.get_title()
     (share,) = _bars(ax, f"chosen split ({cert.split})")
-    assert share == pytest.approx(cert.delta_per_draw / 3, rel=1e-9)
+    assert share == pytest.approx(cert.Delta_per_draw / 3, rel=1e-9)
     budget = [ln for ln in ax.get_lines() if ln.get_label().startswith("sum of shares")]
-    assert budget[0].get_ydata()[0] == pytest.approx(cert.delta_per_draw / 3)
+    assert budget[0].get_ydata()[0] == pytest.approx(cert.Delta_per_draw / 3)
 
 
 # --------------------------------------------------------------------------- truncation
