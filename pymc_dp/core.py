@@ -6,7 +6,6 @@ import contextlib
 import copy
 import dataclasses
 import functools
-import json
 import math
 import numbers
 import os
@@ -38,6 +37,7 @@ from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
 from pymc_dp.units import Users, check_unit, describe_unit
 from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.preprocess import dataset_id
+from pymc_dp.record import attach
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import RegionContext, prior_draws, prior_mass
 
@@ -746,11 +746,10 @@ class PrivateModel:
         # rebuilt from scratch so that no attribute of the sampler run travels with it
         data_vars = {name: (kept[name].dims, np.asarray(kept[name].values)) for name in self._released_names}
         coords = {k: np.asarray(v.values) for k, v in kept.coords.items()}
-        payload = json.dumps({**self.certificate.to_dict(), "release": release}, sort_keys=True)
-        released = xr.Dataset(data_vars, coords=coords, attrs={"pymc_dp": payload})
+        released = xr.Dataset(data_vars, coords=coords)
         assert released.sizes["chain"] * released.sizes["draw"] == self.draws
         idata = az.InferenceData(posterior=released)
-        idata.attrs["pymc_dp"] = payload
+        attach(idata, {**self.certificate.to_dict(), "release": release}, allow_nan=True)
         self.last_release = idata
         return idata
 

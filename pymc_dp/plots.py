@@ -21,7 +21,6 @@ matplotlib is imported when a plot is drawn, not when ``pymc_dp`` is imported.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -70,21 +69,15 @@ def certificate_dict(obj) -> dict:
         return obj.certificate.to_dict()
     if isinstance(obj, Certificate):
         return obj.to_dict()
-    if isinstance(obj, str):
-        return json.loads(obj)
-    if isinstance(obj, Mapping) and not hasattr(obj, "attrs"):  # InferenceData is a Mapping too
-        return dict(obj)
-    attrs = getattr(obj, "attrs", None)
-    raw = attrs.get("pymc_dp") if isinstance(attrs, Mapping) else None
-    post = getattr(obj, "posterior", None)
-    if raw is None and post is not None:
-        raw = post.attrs.get("pymc_dp")
-    if raw is None:
+    from pymc_dp.record import read
+
+    found = read(obj, required=False)
+    if found is None:
         raise TypeError(
             f"cannot read a pymc_dp certificate from {type(obj).__name__}: pass a PrivateModel, a "
             "Certificate, or an InferenceData released by PrivateModel.sample (attrs['pymc_dp'])."
         )
-    return json.loads(raw) if isinstance(raw, str) else dict(raw)
+    return found
 
 
 # --------------------------------------------------------------------------- epsilon vs draws

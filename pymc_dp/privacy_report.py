@@ -330,7 +330,7 @@ def report(
         last = getattr(obj, "last_release", None)
         if last is not None:
             payload = _payload(last)
-            released_cert = {k: v for k, v in payload.items() if k != "release"}
+            released_cert = {k: v for k, v in payload.items() if k not in ("release", "schema")}
             if released_cert != cert:
                 raise ValueError(
                     "the private model's last release carries another certificate than the model's "
@@ -350,22 +350,9 @@ def _normalise(d: Mapping) -> dict:
 
 def _payload(idata) -> dict:
     """``attrs["pymc_dp"]`` of a release (the InferenceData's, and the posterior's copy)."""
-    found = []
-    for attrs in (getattr(idata, "attrs", {}) or {}, idata.posterior.attrs if "posterior" in idata.groups() else {}):
-        if "pymc_dp" in attrs:
-            raw = attrs["pymc_dp"]
-            found.append(raw.decode() if isinstance(raw, bytes) else str(raw))
-    if not found:
-        raise ValueError(
-            "this InferenceData has no pymc_dp metadata (attrs['pymc_dp']): it is not a release of "
-            "PrivateModel.sample, or its attributes were dropped."
-        )
-    if len(set(found)) > 1:
-        raise ValueError(
-            "this InferenceData carries two different pymc_dp certificates (in attrs and in the "
-            "posterior's attrs): it was edited; report an unmodified release."
-        )
-    payload = json.loads(found[0])
+    from pymc_dp.record import read
+
+    payload = read(idata)
     if "release" not in payload or "epsilon" not in payload:
         raise ValueError("attrs['pymc_dp'] is not a pymc_dp release (no 'release' section).")
     return payload
@@ -378,7 +365,7 @@ def _from_release(idata, confidence: float, max_rows: int) -> PrivacyReport:
             raise ValueError("this InferenceData has no posterior group: there are no released draws to report.")
         return PrivacyReport(_mechanism_content(payload, idata.posterior, max_rows))
     release = payload["release"]
-    cert = {k: v for k, v in payload.items() if k != "release"}
+    cert = {k: v for k, v in payload.items() if k not in ("release", "schema")}
     if "posterior" not in idata.groups():
         raise ValueError("this InferenceData has no posterior group: there are no released draws to report.")
     return PrivacyReport(_content(cert, release, idata.posterior, confidence, max_rows))

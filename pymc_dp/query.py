@@ -54,7 +54,6 @@ What the bound does **not** cover:
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -215,18 +214,14 @@ def released_draws(idata) -> dict[str, np.ndarray]:
 
 
 def _release_info(idata) -> dict | None:
+    """The release record (:func:`pymc_dp.record.read`), or None where there is none or it is unreadable:
+    the answer then says that it cannot state the release's guarantee."""
+    from pymc_dp.record import read
+
     post = _posterior(idata)
-    raw = None
-    attrs = getattr(idata, "attrs", None)
-    if isinstance(attrs, Mapping):
-        raw = attrs.get("pymc_dp")
-    if raw is None:
-        raw = post.attrs.get("pymc_dp")
-    if raw is None:
-        return None
     try:
-        return json.loads(raw) if isinstance(raw, str) else dict(raw)
-    except (TypeError, ValueError):
+        return read(idata if hasattr(idata, "groups") else post, required=False)
+    except ValueError:
         return None
 
 

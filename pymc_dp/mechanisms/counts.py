@@ -44,7 +44,6 @@ that order. The sums are exact enumerations, limited by :data:`MAX_ENUMERATION`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import numbers
 from typing import Any, Mapping, Sequence
@@ -62,6 +61,7 @@ from pymc_dp.mechanisms.bayesnet import BayesNet, Node
 from pymc_dp.mechanisms.noise import discrete_laplace, laplace_log_ratio
 from pymc_dp.mechanisms.statistics import CHUNK_ROWS, _is_dask
 from pymc_dp.mechanisms.updates import _chains, _Updates
+from pymc_dp.record import attach
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["NoisyCounts", "MAX_ENUMERATION"]
@@ -558,10 +558,8 @@ class NoisyCounts(_Updates):
         posterior = draws_dataset(self.model, post.draw(int(draws), rng), chains)
         release = {"chains": chains, "draws_per_chain": int(draws) // chains, "charged": charged_now,
                    "ledger": ledger_state(self.ledger, self.dataset_id)}
-        text = json.dumps({**self._public(), "release": release}, sort_keys=True, allow_nan=False)
-        posterior.attrs = {"pymc_dp": text}
         idata = az.InferenceData(posterior=posterior)
-        idata.attrs["pymc_dp"] = text
+        attach(idata, {**self._public(), "release": release})
         self.last_release = idata
         return idata
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import numbers
 from typing import Any, Callable, Mapping, Sequence
@@ -62,6 +61,7 @@ from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.preprocess import dataset_id
+from pymc_dp.record import attach
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
 from pymc_dp.mechanisms.noise import (
     continuous_gaussian,
@@ -640,11 +640,8 @@ class NoisyStatistics(Mechanism):
             "charged": charged_now,
             "ledger": ledger_state(self.ledger, self.dataset_id),
         }
-        payload = {**self._public(), "release": release}
-        text = json.dumps(payload, sort_keys=True, allow_nan=False)
         out = az.InferenceData(**keep_groups)
-        out.attrs["pymc_dp"] = text
-        out.posterior.attrs = {**{k: v for k, v in out.posterior.attrs.items() if k in ("created_at", "arviz_version")}, "pymc_dp": text}
+        attach(out, {**self._public(), "release": release})
         self.last_release = out
         return out
 

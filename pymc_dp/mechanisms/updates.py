@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import math
 import numbers
 from typing import Any, Callable, Mapping, Sequence
@@ -43,6 +42,7 @@ from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.preprocess import dataset_id
+from pymc_dp.record import attach
 from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.bayesnet import BayesNet, read_bayesnet
 from pymc_dp.mechanisms.noise import (
@@ -163,11 +163,8 @@ class _Updates(Mechanism):
             posterior = self._posterior(params, chains, rng)
             release = {"chains": chains, "draws_per_chain": self.draws // chains}
             release["ledger"] = ledger_state(ledger, self.dataset_id)
-            payload = {**self._public(), "released": released, "release": release}
-            text = json.dumps(payload, sort_keys=True, allow_nan=False)
-            posterior.attrs = {"pymc_dp": text}
             idata = az.InferenceData(posterior=posterior)
-            idata.attrs["pymc_dp"] = text
+            attach(idata, {**self._public(), "released": released, "release": release})
             self.last_release = idata
             return idata
 
