@@ -100,6 +100,7 @@ def _check_release(pmod, idata, public):
     assert set(post.attrs) == {"pymc_dp"} and set(idata.attrs) == {"pymc_dp"}
     payload = json.loads(post.attrs["pymc_dp"])
     release = payload.pop("release")
+    assert payload.pop("schema") == "pymc_dp.release/1"  # the record's schema tag (pymc_dp.record)
     assert payload == pmod.certificate.to_dict()
     assert release["method"] == "mcmc" and release["sampler"] in BACKENDS
     for var in post.data_vars:

@@ -78,6 +78,7 @@ def test_release_holds_only_truncated_posterior_draws(released):
     assert set(post.attrs) == {"pymc_dp"}
     payload = json.loads(idata.attrs["pymc_dp"])
     release = payload.pop("release")
+    assert payload.pop("schema") == "pymc_dp.release/1"  # the record's schema tag (pymc_dp.record)
     assert payload == pmod.certificate.to_dict()
     assert release["method"] == ("exact" if pmod.conjugate_plan is not None else "mcmc")
     assert release["chains"] * release["draws_per_chain"] == pmod.certificate.draws
