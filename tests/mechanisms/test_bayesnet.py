@@ -10,22 +10,13 @@ import pytest
 import pymc_dp
 from pymc_dp.exceptions import UnsupportedFactorError
 from pymc_dp.mechanisms.bayesnet import read_bayesnet
+from tests.mechanisms.test_counts import tiny_naive_bayes
 
 
 def naive_bayes(n=12, m=3, seed=0, k=2):
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    X = rng.integers(0, 2, (n, m))
-    with pm.Model() as model:
-        Xd, yd = pm.Data("X", X), pm.Data("y", y)
-        if k == 2:
-            pm.Bernoulli("cls", p=pm.Beta("pi", 1.0, 1.0), observed=yd)
-        else:
-            pm.Categorical("cls", p=pm.Dirichlet("pi", np.ones(k)), observed=yd)
-        theta = pm.Beta("theta", 1.0, 1.0, shape=(k, m))
-        pm.Bernoulli("feat", p=theta[yd], observed=Xd)
-    domains = {"X": pymc_dp.Binary(), "y": pymc_dp.Binary() if k == 2 else pymc_dp.Integers(0, k - 1)}
-    return model, domains, X, y
+    """test_counts' naive Bayes (its builder), with its private values."""
+    model, domains = tiny_naive_bayes(n=n, m=m, classes=k, seed=seed)
+    return model, domains, np.asarray(model["X"].get_value()), np.asarray(model["y"].get_value())
 
 
 @pytest.mark.parametrize("k", [2, 3])
