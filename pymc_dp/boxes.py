@@ -257,7 +257,7 @@ def _axes(name: str, ctx, cutpoints: set) -> list[_Axis] | None:
     diagonal = packed_cholesky_diagonal(transform, size)
     if diagonal is None and (not (2 <= size <= _SPLIT_MAX) or (ordered and name not in cutpoints)):
         return [ax]
-    draws = np.asarray(ctx.draws[name], dtype=float).reshape(len(ctx.draws[name]), -1)
+    draws = np.asarray(_search_draws(ctx)[name], dtype=float).reshape(len(_search_draws(ctx)[name]), -1)
     q = np.quantile(draws, [0.158655, 0.5, 0.841345], axis=0)
     out = []
     for i in range(size):
@@ -301,7 +301,7 @@ def _axis(name: str, ctx) -> _Axis | None:
     lo_s, hi_s = ctx.support(name)
     rv = ctx.free[name]
     transform = ctx.model.rvs_to_transforms.get(rv)
-    draws = np.asarray(ctx.draws[name], dtype=float)
+    draws = np.asarray(_search_draws(ctx)[name], dtype=float)
     shape = draws.shape[1:]
     if math.isnan(lo_s):
         tname = type(transform).__name__
@@ -326,6 +326,12 @@ def _axis(name: str, ctx) -> _Axis | None:
         down = np.maximum(q[1] - q[0], 1e-12).reshape(shape)
         up = np.maximum(q[2] - q[1], 1e-12).reshape(shape)
     return _Axis(name, shape, centre, down, up, (lo_s, hi_s), uniform)
+
+
+def _search_draws(ctx) -> dict:
+    """The public draws the box's axes are placed by: the admissible prior's with
+    ``split="fit"`` (:mod:`pymc_dp.reference`), else the prior's."""
+    return ctx.reference.draws if getattr(ctx, "reference", None) is not None else ctx.draws
 
 
 def _exchangeable(rv) -> bool:
@@ -628,7 +634,12 @@ class _Search:
         self.bm = bm
         self.axes = axes
         self.ctx = ctx
-        self.mass = lambda box: box_log_mass(box, ctx)
+        if getattr(ctx, "reference", None) is not None:
+            from pymc_dp.reference import fit_utility
+
+            self.mass = lambda box: fit_utility(box, ctx.reference)
+        else:
+            self.mass = lambda box: box_log_mass(box, ctx)
         self.cache: dict = {}
         self.moving = [ax for ax in axes if not ax.fixed]
         self.median_L = bm.region_L(self.box(np.zeros(len(self.moving))))

@@ -81,8 +81,11 @@ class Certificate:
     epsilon_basic: float | None = None
     epsilon_optimal: float | None = None
     rows_per_unit: int = 1
-    #: how Delta was split across factors: "optimised" (most prior mass kept) or "equal"
+    #: how Delta was split across factors: "optimised" (most prior mass kept), "equal", or
+    #: "fit" (closest to the admissible prior, pymc_dp/reference.py)
     split: str = "equal"
+    #: what the search maximised: "prior mass", or the fit objective with its reference
+    split_objective: str = "prior mass"
     #: the prior mass the equal split would keep (None when it is infeasible)
     equal_split_prior_mass: float | None = None
     #: what ``sample(method="auto")`` uses: "exact" (iid truncated conjugate draws) or "mcmc"
@@ -121,6 +124,7 @@ class Certificate:
             "epsilon_optimal": self.epsilon_optimal,
             "rows_per_unit": self.rows_per_unit,
             "split": self.split,
+            "split_objective": self.split_objective,
             "equal_split_prior_mass": self.equal_split_prior_mass,
             "sampler": self.sampler,
             "exact_unavailable": self.exact_unavailable,
@@ -145,6 +149,7 @@ class Certificate:
                 if self.split == "optimised" and self.equal_split_prior_mass is not None
                 else ""
             ),
+            *([f"  region chosen by {self.split_objective}"] if self.split == "fit" else []),
             "  factors:",
         ]
         if self.epsilon_optimal is not None:

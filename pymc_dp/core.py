@@ -83,8 +83,9 @@ def _versions() -> dict[str, str]:
     }
 
 
-#: budget splits (docs/theory/truncation.md#split): maximise the prior mass kept, or equal shares
-SPLITS = ("optimised", "equal")
+#: budget splits (docs/theory/truncation.md#split): maximise the prior mass kept, equal shares, or
+#: the least expected distance from the admissible prior (docs/theory/truncation.md#fit)
+SPLITS = ("optimised", "equal", "fit")
 
 
 def _float_or_none(value) -> float | None:
@@ -171,6 +172,11 @@ class PrivateModel:
 
         ctx = RegionContext(model, self.domains, prior_draws(model, PRIOR_DRAWS, PRIOR_SEED))
         self._ctx = ctx
+        if split == "fit" and bounds is None:
+            from pymc_dp.reference import admissible_prior
+
+            # public: priors, domains and shapes only (pymc_dp/reference.py)
+            ctx.reference = admissible_prior(model, self.factors, self.domains, seed=PRIOR_SEED)
 
         self.delta = float(delta)
         if bounds is None:
@@ -229,7 +235,8 @@ class PrivateModel:
                 )
                 for f in self.factors
             ),
-            split=budget_split.method if budget_split else "none",
+            split=("fit" if ctx.reference is not None else budget_split.method) if budget_split else "none",
+            split_objective=(ctx.reference.describe() if ctx.reference is not None else "prior mass") if budget_split else "none",
             equal_split_prior_mass=_float_or_none(budget_split and budget_split.equal_prior_mass),
             domains={k: d.to_dict() for k, d in self.domains.items()},
             public=tuple(self.public),
@@ -373,7 +380,7 @@ class PrivateModel:
         """
         Delta_record = eps0 / 2.0 / lift.rows_per_unit(self.unit)
         try:
-            return choose_split(self.factors, Delta_record, lift.base_unit(self.unit), ctx, optimise=split == "optimised")
+            return choose_split(self.factors, Delta_record, lift.base_unit(self.unit), ctx, optimise=split != "equal")
         except InfeasibleBudget as err:
             raise self._infeasible_message(err, ctx, eps0, Delta_record) from None
 
@@ -1020,9 +1027,13 @@ def private(
         with ``epsilon`` given too, it is a cap, and bounds that cost more are refused.
     public : sequence of str
         ``pm.Data`` containers that are not private.
-    split : {"optimised", "equal"}
-        How the per-draw loss is shared among the factors: the split that keeps the most prior
-        mass (docs/theory/truncation.md#split; the equal split's mass is reported beside it), or equal shares.
+    split : {"optimised", "equal", "fit"}
+        How the per-draw loss is shared among the factors and where the regions sit:
+        ``"optimised"`` keeps the most prior mass (docs/theory/truncation.md#split; the equal
+        split's mass is reported beside it); ``"equal"`` gives equal shares; ``"fit"`` aims at
+        the prior conditioned on a simulated dataset inside the declared domains, and keeps the
+        regions closest to it (docs/theory/truncation.md#fit: public, spends nothing; the
+        certificate states it and the reference's effective sample size).
     ledger : Ledger, "default" or None
         Where releases are recorded and charged. ``"default"``: a ledger in your data
         directory (``PYMC_DP_LEDGER`` overrides the path) with no total, which records every

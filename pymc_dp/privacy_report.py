@@ -567,6 +567,7 @@ def _content(
         ],
         "split": {
             "method": cert.get("split"),
+            "objective": cert.get("split_objective", "prior mass"),
             "prior_mass_kept": mass,
             "prior_mass_method": cert.get("prior_mass_method"),
             "equal_split_prior_mass": _finite_or_none(cert.get("equal_split_prior_mass")),
@@ -984,7 +985,8 @@ def _sections(c: dict) -> list[dict]:
         for f in c["factors"]
     ]
     split_text = {"optimised": "optimised (the split that keeps the most prior mass)", "equal": "equal shares",
-                  "none": "none (explicit bounds)"}.get(sp["method"], str(sp["method"]))
+                  "none": "none (explicit bounds)",
+                  "fit": f"fit, public: {sp.get('objective')}"}.get(sp["method"], str(sp["method"]))
     kv = [
         ("split of Delta across factors", split_text),
         ("Delta lifted from the factors' L_j",

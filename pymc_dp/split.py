@@ -214,9 +214,15 @@ def _constraints(regions: Mapping[str, FactorRegion]) -> list:
 
 
 def _log_mass(regions, ctx) -> float:
+    """The search's objective: the log prior mass kept, or with ``split="fit"`` the utility of
+    :func:`pymc_dp.reference.fit_utility` (both: larger is better)."""
     cons = _constraints(regions)
     if not cons:
         return 0.0
+    if getattr(ctx, "reference", None) is not None:
+        from pymc_dp.reference import fit_utility_of_constraints
+
+        return fit_utility_of_constraints(cons, ctx.reference, ctx)
     exact = exact_log_mass(cons, ctx)
     if exact is not None:
         return exact
@@ -468,8 +474,8 @@ def _signature(factor, ctx):
 def _separable(factors, equal_regions, ctx) -> bool:
     """Whether the log prior mass is a sum of one term per factor: the factors' constraints
     bind disjoint free RVs, each with an exact (independent-root) mass."""
-    if equal_regions is None:
-        return False
+    if equal_regions is None or getattr(ctx, "reference", None) is not None:
+        return False  # the fit objective is not a sum of exact per-factor log masses
     seen: set = set()
     for f in factors:
         cons = equal_regions[f.name].constraints

@@ -242,6 +242,9 @@ class RegionContext:
         self.draws = prior_draws
         self.shapes = {k: v.shape[1:] for k, v in prior_draws.items()}
         self.cache = cache
+        #: the admissible prior the search aims at (``split="fit"``, :mod:`pymc_dp.reference`);
+        #: None: the search keeps prior mass
+        self.reference = None
         self._cache: dict = {}
         self._pinned: dict[int, Any] = {}  # keeps keyed objects alive: their ids stay unique
 
