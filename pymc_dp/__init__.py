@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 from pymc_dp.auditing import AuditError, AuditResult, audit
 from pymc_dp.certificate import Certificate, FactorCertificate
+from pymc_dp.certification import Certification, certify
 from pymc_dp.core import PrivateModel, make_private, private
 from pymc_dp.domains import Ball, Binary, Box, Domain, Integers, Interval
 from pymc_dp.exceptions import (
@@ -70,6 +71,8 @@ __all__ = [
     "plots",
     "make_private",
     "PrivateModel",
+    "certify",
+    "Certification",
     "Certificate",
     "FactorCertificate",
     "Domain",

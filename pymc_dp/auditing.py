@@ -906,8 +906,8 @@ class _TemperedView:
         self.exact_unavailable = core.exact_unavailable
         self.unit, self.domains, self.factors = core.unit, core.domains, core.factors
         self.model = core.model
-        self._user_model = core._user_model
-        self._constraints = core._constraints
+        #: the core's certification: the user model and the truncation the certificate claims
+        self.certification = core.certification
         #: the power of the private likelihood in the audited density
         self.likelihood_power = float(mech.beta)
         self.draws = mech.draws
@@ -932,7 +932,7 @@ class _GridModel:
         from pymc.model.transform.conditioning import remove_value_transforms
         from pytensor.graph.replace import clone_replace, vectorize_graph
 
-        user = pmod._user_model
+        user = pmod.certification.user_model
         self.pmod = pmod
         self.space = space
         free = list(user.free_RVs)
@@ -988,7 +988,7 @@ class _GridModel:
         self._fn = pytensor.function(
             [batched[values[n]] for n in names] + [inputs[v] for v in data_vars], vout, on_unused_input="ignore"
         )
-        self.constraints = list(pmod._constraints)
+        self.constraints = list(pmod.certification.constraints)
         self.dense = dense or (4001 if dim == 1 else 161)
         self.wide = wide or (240 if dim == 1 else 61)
         self._region_cache = {}
@@ -1445,9 +1445,9 @@ class _ChainRuns:
     def __init__(self, pmod, x, y, mcmc_kwargs=None):
         self.kwargs = dict(mcmc_kwargs or {})
         self.models = {"x": pmod.with_data(x), "y": pmod.with_data(y)}
-        self.initvals = dict(pmod._initvals)
+        self.initvals = dict(pmod.certification.initvals)
         # only what a release holds: Deterministics that read private data are never released
-        self.released = set(pmod._released_names)
+        self.released = set(pmod.certification.released_names)
         #: dataset key -> how well its chains mixed: worst rank-normalised R-hat of a released
         #: coordinate (and its name), and the fraction of divergent transitions
         self.mixing: dict[str, dict] = {}

@@ -1229,7 +1229,7 @@ def conjugate_plan(model, constraints: Sequence, domains: Mapping[str, Any]) -> 
     model : pm.Model
         The rewritten (truncated) model, ``PrivateModel.model``.
     constraints : sequence
-        ``PrivateModel._constraints``: the truncation the certificate claims.
+        ``Certification.constraints``: the truncation the certificate claims.
     domains : mapping
         ``PrivateModel.domains``: private container name -> Domain.
 

@@ -321,7 +321,7 @@ def _hist_panel(values, inside, lo_display, hi_display, bins, region):
 def _root_univariate(pmod, name):
     from pymc_dp.truncate import _is_root
 
-    ctx = pmod._ctx
+    ctx = pmod.certification.context
     rv = ctx.free[name]
     try:
         return rv if rv.owner.op.ndim_supp == 0 and _is_root(rv, ctx) else None
@@ -333,7 +333,7 @@ def _interval_panel(pmod, name, lo, hi, bins) -> _Panel:
     import pymc as pm
     import pytensor
 
-    ctx = pmod._ctx
+    ctx = pmod.certification.context
     draws = np.asarray(ctx.draws[name], float)
     flat = draws.reshape(len(draws), -1)
     support = ctx.support(name)
@@ -389,7 +389,7 @@ def _interval_panel(pmod, name, lo, hi, bins) -> _Panel:
 
 def _chi_prior(pmod, name):
     """(scale, d) when the prior of ``name`` is Normal(0, s) iid (||w||_2 / s ~ chi(d)), else None."""
-    ctx = pmod._ctx
+    ctx = pmod.certification.context
     rv = _root_univariate(pmod, name)
     if rv is None or type(rv.owner.op).__name__ != "NormalRV":
         return None
@@ -407,7 +407,7 @@ def _chi_prior(pmod, name):
 def _ball_panel(pmod, c, bins) -> _Panel:
     from scipy import stats
 
-    ctx = pmod._ctx
+    ctx = pmod.certification.context
     norms = c.norm(np.asarray(ctx.draws[c.var], float))
     norm_name = f"||{c.var}||_2" if c.weights is None else f"sum_i m_i |{c.var}_i|"
     d_hi = max(float(np.quantile(norms, 0.998)), c.radius) * 1.05
@@ -431,7 +431,7 @@ def _ball_panel(pmod, c, bins) -> _Panel:
 
 
 def _potential_panel(pmod, c, bins) -> _Panel:
-    ctx = pmod._ctx
+    ctx = pmod.certification.context
     stat = np.asarray(c.evaluate(ctx.draws), float)
     finite = stat[np.isfinite(stat)]
     d_lo = min(0.0, float(np.min(finite))) if finite.size else 0.0
@@ -449,7 +449,7 @@ def _truncation_panels(pmod, var_names, bins) -> list[_Panel]:
 
     intervals: dict[str, list] = {}
     others = []
-    for c in pmod._constraints:
+    for c in pmod.certification.constraints:
         if isinstance(c, IntervalConstraint):
             intervals.setdefault(c.var, []).append(c)
         elif isinstance(c, (NormBallConstraint, PotentialConstraint)):
@@ -497,7 +497,7 @@ def plot_truncation(private_model, var_names=None, *, bins: int = 60, ax=None):
 
     Needs the :class:`~pymc_dp.PrivateModel`: the prior is public, but it is not in a release's
     attributes (only the truncation bounds are). Every curve comes from the prior alone -- its
-    own density, or the public prior draws ``private_model._ctx.draws`` (the draws the
+    own density, or the public prior draws ``private_model.certification.context.draws`` (the draws the
     truncation and the prior mass were computed from) -- never from data.
 
     One panel per constraint:

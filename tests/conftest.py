@@ -5,6 +5,8 @@ Tests must never touch a developer's real ledger: the whole session points the d
 a temporary file (``PYMC_DP_LEDGER``), and tests that exercise the ledger pass their own paths.
 """
 
+from pathlib import Path
+
 import pytest
 
 
@@ -27,11 +29,11 @@ def lipschitz_only(monkeypatch):
     monkeypatch.setattr(OscillationModel, "build", classmethod(lambda cls, factor, ctx: None))
 
 
-#: Tests measured at 15 s or more each (``pytest --durations``, 2 cores, 2026-11-25) that repeat
-#: a check a faster test already makes on a smaller model, or that reproduce experiments: they
-#: carry the ``slow`` marker, outside the default run (CI's 30 minutes on 2 cores), and run with
-#: ``python -m pytest -m slow``. Each entry is a node id or the prefix of a parametrised one.
-SLOW_TIER = (
+#: The **extended** tier: tests measured at 15 s or more each (``pytest --durations``, 2 cores,
+#: 2026-11-25) that repeat a check a faster test already makes on a smaller model, or that
+#: reproduce experiments. Outside CI's run (30 minutes on 2 cores); ``python -m pytest -m
+#: extended`` runs them. Each entry is a node id or the prefix of a parametrised one.
+EXTENDED_TIER = (
     "tests/test_split.py::test_matches_a_brute_force_grid",
     "tests/test_split.py::test_never_worse_than_equal[chain_net",
     "tests/test_split.py::test_never_worse_than_equal[lopsided",
@@ -67,7 +69,34 @@ SLOW_TIER = (
 )
 
 
+#: The **slow** tier: in CI's run, outside the fast loop (``python -m pytest -m "not slow"``, about
+#: 2 minutes on 2 cores): every notebook, and the tests listed in ``tests/slow_tier.txt`` (those
+#: that took 3 s or more in a ``--durations`` run of the default suite). Node ids or prefixes.
+SLOW_TIER = tuple(
+    line.strip()
+    for line in (Path(__file__).parent / "slow_tier.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+)
+
+
+#: Tiers outside the default run: deselected unless the ``-m`` expression names them
+#: (``-m extended``, ``-m gallery``, ``-m "extended or gallery"``), so that ``-m "not slow"`` --
+#: the fast loop -- does not bring them back by replacing a ``-m`` in ``addopts``.
+OUTSIDE_DEFAULT = ("extended", "gallery")
+
+
 def pytest_collection_modifyitems(config, items):
+    expression = config.getoption("markexpr") or ""
+    keep, dropped = [], []
     for item in items:
-        if item.nodeid.startswith(SLOW_TIER):
+        if item.nodeid.startswith(EXTENDED_TIER):
+            item.add_marker(pytest.mark.extended)
+        if item.nodeid.startswith(SLOW_TIER) or item.nodeid.startswith("notebooks/"):
             item.add_marker(pytest.mark.slow)
+        if any(item.get_closest_marker(t) and t not in expression for t in OUTSIDE_DEFAULT):
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

@@ -85,7 +85,7 @@ def test_threshold_is_computed():
     assert aaai._threshold([1, 2, 4], np.array([True, True, False])) is None
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_reduced_size_runs(tmp_path):
     """The command line at --size reduced (about 1-2 minutes on 2 cores)."""
     subprocess.run(

@@ -460,7 +460,7 @@ def test_statistical_audit_grid_sampler():
 
 
 # =========================================================================== slow: statistical audits, 1e5 runs
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize(
     "name",
     ["Bernoulli", "Binomial", "Categorical", "Poisson", "Exponential", "Normal", "naive Bayes", "chain net"],
@@ -477,7 +477,7 @@ def test_statistical_audit_passes_with_exact_samplers(name):
     assert n > 0
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("unit", ["attribute", pymc_dp.Users(max_rows=2)])
 def test_statistical_audit_passes_other_units(unit):
     pmod = private(models.naive_bayes(n=6, m=3), 2.0, unit=unit)
@@ -485,7 +485,7 @@ def test_statistical_audit_passes_other_units(unit):
     assert res.verdict == "pass", str(res)
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("name", ["logistic regression", "Normal location-scale", "Geometric"])
 def test_statistical_audit_grid_sampler_families(name):
     build, eps = NUMERICAL[name]
@@ -493,7 +493,7 @@ def test_statistical_audit_grid_sampler_families(name):
     assert res.sampler == "grid" and res.verdict == "pass", str(res)
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_statistical_audit_of_mcmc_is_inconclusive_with_few_runs(tmp_path):
     """MCMC runs cost seconds each: 12 runs cannot refute a claim of 1 and the verdict says so;
     the runs are real releases of the copy made for the audit, and nothing is charged."""

@@ -84,7 +84,7 @@ def _pmod(name):
 def _cases():
     for backend in BACKENDS:
         for name in MODELS:
-            marks = () if name in FAST else (pytest.mark.slow,)
+            marks = () if name in FAST else (pytest.mark.extended,)
             yield pytest.param(backend, name, id=f"{backend}-{name}", marks=marks)
 
 
@@ -107,7 +107,7 @@ def _check_release(pmod, idata, public):
         assert post[var].attrs == {}
     assert post.sizes["chain"] * post.sizes["draw"] == pmod.certificate.draws
     draws = {v: _draws(idata, v) for v in post.data_vars}
-    for c in pmod._constraints:
+    for c in pmod.certification.constraints:
         assert np.all(c.contains(draws)), c.describe()
     for v in draws.values():
         assert np.all(np.isfinite(v))
@@ -138,7 +138,7 @@ def test_run_mcmc_returns_only_posterior_draws(backend):
     _need(backend)
     pmod = _pmod("linear")
     post = sampling.run_mcmc(
-        pmod.model, draws_per_chain=3, tune=100, chains=2, initvals=pmod._initvals, nuts_sampler=backend,
+        pmod.model, draws_per_chain=3, tune=100, chains=2, initvals=pmod.certification.initvals, nuts_sampler=backend,
         random_seed=1, cores=1,
     )
     names = {v.name for v in (*pmod.model.free_RVs, *pmod.model.deterministics)}
@@ -147,7 +147,7 @@ def test_run_mcmc_returns_only_posterior_draws(backend):
     assert (post.sizes["chain"], post.sizes["draw"]) == (2, 3)
     # the default start of sigma (lower bound 1.6...) lies outside its interval: this run only
     # works because the backend started from the initial values
-    sigma = next(c for c in pmod._constraints if getattr(c, "var", None) == "sigma")
+    sigma = next(c for c in pmod.certification.constraints if getattr(c, "var", None) == "sigma")
     assert sigma.lower > 1.0 and np.all(post["sigma"].values >= sigma.lower)
 
 
@@ -184,7 +184,7 @@ def test_blackjax_chains_run_vectorised_when_jax_has_one_device(monkeypatch):
     assert sampling._blackjax_chain_method({"step_size": 0.1}, chains=4) == {"step_size": 0.1}
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_blackjax_after_jax_started_elsewhere(tmp_path):
     # importing blackjax (or any JAX computation) before PyMC's JAX module leaves one CPU
     # device; PyMC's pmap over two chains then failed with "cannot select an axis to squeeze out"

@@ -97,8 +97,8 @@ def test_box_certificate_bounds_the_factor_at_every_point(name):
     (fc,) = pmod.certificate.factors
     assert fc.solver == "box"
     (factor,) = pmod.factors
-    ctx = pmod._ctx
-    box = constraints_box(pmod._constraints, ctx)
+    ctx = pmod.certification.context
+    box = constraints_box(pmod.certification.constraints, ctx)
     L = ctx.lipschitz(factor)
     names = ctx.free_rvs_of(L)
     fn = pytensor.function([ctx.free[k] for k in names], L, on_unused_input="ignore")
@@ -121,7 +121,7 @@ def test_box_certificate_bounds_the_factor_at_every_point(name):
 def test_ordered_cutpoints_get_disjoint_ordered_boxes_and_sample_ordered():
     model, domains = ordinal()
     pmod = pymc_dp.make_private(model, epsilon=20.0, draws=4, data=domains, ledger=None)
-    cons = [c for c in pmod._constraints if c.var == "cutpoints"]
+    cons = [c for c in pmod.certification.constraints if c.var == "cutpoints"]
     assert cons and isinstance(cons[0], ElementIntervalConstraint)
     lo, hi = np.asarray(cons[0].lower), np.asarray(cons[0].upper)
     assert np.all(hi[:-1] < lo[1:])  # disjoint and ordered (overlapping boxes allow empty categories)
@@ -133,8 +133,8 @@ def test_ordered_cutpoints_get_disjoint_ordered_boxes_and_sample_ordered():
 def test_box_mass_exact_for_roots_and_rao_blackwellised_for_a_hierarchy():
     model, domains = varying_intercept()
     pmod = pymc_dp.make_private(model, epsilon=20.0, draws=4, data=domains, ledger=None)
-    ctx = pmod._ctx
-    box = constraints_box(pmod._constraints, ctx)
+    ctx = pmod.certification.context
+    box = constraints_box(pmod.certification.constraints, ctx)
     log_mass, rel_se, how = box_mass_estimate(box, ctx)
     assert "Rao-Blackwellised" in how and rel_se < 0.2
     # brute force: the fraction of 200 000 fresh prior draws inside the box
@@ -150,8 +150,8 @@ def test_box_mass_exact_for_roots_and_rao_blackwellised_for_a_hierarchy():
     # a box of root RVs only: exact, equal to the product of the CDF differences
     lin, lin_domains = linear()
     pl = pymc_dp.make_private(lin, epsilon=20.0, draws=4, data=lin_domains, ledger=None)
-    box = constraints_box(pl._constraints, pl._ctx)
-    log_mass, rel_se, how = box_mass_estimate(box, pl._ctx)
+    box = constraints_box(pl.certification.constraints, pl.certification.context)
+    log_mass, rel_se, how = box_mass_estimate(box, pl.certification.context)
     from scipy import stats
 
     expected = 0.0

@@ -1,7 +1,7 @@
 """Exact samplers for truncated conjugate models (pymc_dp.exact).
 
 Every model is built through ``pymc_dp.make_private`` and its plan through
-``conjugate_plan(pmod.model, pmod._constraints, pmod.domains)``. The draws are compared with the
+``conjugate_plan(pmod.model, pmod.certification.constraints, pmod.domains)``. The draws are compared with the
 truncated posterior computed *independently* here: from the raw data (counts, sums), and as a CDF
 obtained by numerically integrating the closed-form log-density on a fine grid (or, for the
 truncated Dirichlet, a one-dimensional integral of incomplete Beta functions, or naive rejection
@@ -67,7 +67,7 @@ def ks(draws, cdf):
 
 
 def plan_of(pmod) -> ConjugatePlan:
-    return conjugate_plan(pmod.model, pmod._constraints, pmod.domains)
+    return conjugate_plan(pmod.model, pmod.certification.constraints, pmod.domains)
 
 
 def certified_interval(pmod, var):
@@ -95,7 +95,7 @@ def check_truncation(pmod, plan, draws):
             else:
                 assert trunc["kind"] == "ratio"
                 assert min(g["bound"] for g in trunc["groups"]) <= c["bound"]
-    for c in pmod._constraints:
+    for c in pmod.certification.constraints:
         assert np.all(c.contains(draws)), c.describe()
 
 
@@ -451,7 +451,7 @@ def dirichlet_inside():
 def test_dirichlet_categorical_inside(dirichlet_inside):
     x, pmod, plan, draws = dirichlet_inside
     check_truncation(pmod, plan, draws)
-    (c,) = pmod._constraints
+    (c,) = pmod.certification.constraints
     assert plan.describe()["variables"]["p"]["truncation"]["groups"] == [
         {"rows": [0], "classes": [0, 1, 2], "bound": c.bound}
     ]
@@ -475,7 +475,7 @@ def test_dirichlet_categorical_far_outside(counts, epsilon):
     plan = plan_of(pmod)
     draws = plan.sample(DRAWS, np.random.default_rng(24))
     check_truncation(pmod, plan, draws)
-    (c,) = pmod._constraints
+    (c,) = pmod.certification.constraints
     alpha = 1.0 + np.array(counts)
     # naive rejection would accept almost nothing: the region is far from the posterior's bulk
     probe = np.random.default_rng(0).dirichlet(alpha, 100_000)
@@ -492,7 +492,7 @@ def test_dirichlet_subset_of_classes_and_two_per_record():
     x = rng.choice(2, (50, 2), p=[0.65, 0.35])
     pmod = make(dirichlet_model(x, classes=4), {"x": pymc_dp.Integers(0, 1)}, epsilon=3.0)
     plan = plan_of(pmod)
-    (c,) = pmod._constraints
+    (c,) = pmod.certification.constraints
     (group,) = plan.describe()["variables"]["p"]["truncation"]["groups"]
     assert group["classes"] == [0, 1] and group["bound"] == pytest.approx(c.bound / 2)
     draws = plan.sample(DRAWS, np.random.default_rng(25))

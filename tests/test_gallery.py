@@ -168,7 +168,7 @@ def test_searched_refusals_certify_with_the_budget_of_one_draw(label):
 AUDITED_IN_CI = {"glm_logistic", "radon", "ordinal"}
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize(
     "label",
     [c if c in AUDITED_IN_CI else pytest.param(c, marks=pytest.mark.gallery) for c in CERTIFIED],

@@ -522,14 +522,14 @@ def test_mcmc_releases_leak_nothing(spec):
 FUZZ_EXAMPLES = int(os.environ.get("PYMC_DP_FUZZ_EXAMPLES", "20"))
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @settings(max_examples=FUZZ_EXAMPLES, **FUZZ)
 @given(specs(EXACT_FAMILIES, mcmc_on_exact=True))
 def test_exact_releases_leak_nothing_many(spec):
     run_example(spec)
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @settings(max_examples=max(1, 2 * FUZZ_EXAMPLES // 5), **FUZZ, **NO_SHRINK)
 @given(specs(MCMC_FAMILIES))
 def test_mcmc_releases_leak_nothing_many(spec):
@@ -554,7 +554,7 @@ def test_every_kind_of_deterministic_fixed_examples(family, method):
     run_example(spec, in_hypothesis=False)
 
 
-@pytest.mark.parametrize("backend", ["pymc", pytest.param("numpyro", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["pymc", pytest.param("numpyro", marks=pytest.mark.extended)])
 def test_mcmc_starts_inside_a_tight_potential_region(backend):
     """Found by the fuzzing: a Dirichlet-Categorical truncated by an indicator potential (the
     ratio bound) at a small budget. PyMC's default init jittered the start out of the region
@@ -575,7 +575,7 @@ def test_mcmc_starts_inside_a_tight_potential_region(backend):
         assert np.all(np.log(draws.max(axis=1) / draws.min(axis=1)) <= pmod.certificate.factors[0].lipschitz * (1 + 1e-9))
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize(
     "backend, extra",
     [

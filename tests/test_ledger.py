@@ -398,7 +398,7 @@ def test_sigkill_at_random_moments_keeps_ledger_consistent(path):
     _kill_loop(path, iterations=20, seed=0)
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_sigkill_at_random_moments_many(path):
     _kill_loop(path, iterations=200, seed=1)
 

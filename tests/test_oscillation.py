@@ -56,7 +56,7 @@ def test_a_count_that_2L_refuses_certifies_by_its_oscillation():
     pmod = private(gamma_poisson(n=200), 1.0)
     (factor,) = pmod.certificate.factors
     assert factor.bound == "oscillation"
-    (c,) = pmod._constraints
+    (c,) = pmod.certification.constraints
     assert np.log(c.upper) - np.log(c.lower) == pytest.approx(0.1, rel=1e-6)
     assert 2.0 < c.lower < c.upper < 6.0  # around the Gamma(2, 0.5) prior's bulk, not at its tail
     res = audit(pmod, method="exact")

@@ -172,7 +172,7 @@ def test_truncation_intervals_are_the_prior_renormalised(nb):
     pmod, _ = nb
     axes = plots.plot_truncation(pmod)
     assert isinstance(axes, np.ndarray) and len(axes) == 2
-    bounds = {c.var: c for c in pmod._constraints}
+    bounds = {c.var: c for c in pmod.certification.constraints}
     for ax, name in zip(axes, ("pi", "theta")):
         c = bounds[name]
         assert ax.get_title().startswith(f"{name} in [")
@@ -195,8 +195,8 @@ def test_truncation_intervals_are_the_prior_renormalised(nb):
 
 
 def test_truncation_of_regression_ball_scale_and_intercept(linear):
-    ball = next(c for c in linear._constraints if isinstance(c, NormBallConstraint))
-    sigma = next(c for c in linear._constraints if isinstance(c, IntervalConstraint) and c.var == "sigma")
+    ball = next(c for c in linear.certification.constraints if isinstance(c, NormBallConstraint))
+    sigma = next(c for c in linear.certification.constraints if isinstance(c, IntervalConstraint) and c.var == "sigma")
     axes = plots.plot_truncation(linear)
     titles = [a.get_title() for a in axes]
     assert len(axes) == 3 and any(t.startswith("b in") for t in titles)
@@ -226,14 +226,14 @@ def test_truncation_of_regression_ball_scale_and_intercept(linear):
 def test_truncation_of_a_potential_plots_the_constrained_statistic():
     model, domains = models.two_param_coin()
     pmod = pymc_dp.make_private(model, epsilon=4.0, draws=4, data=domains, ledger=None)
-    (c,) = pmod._constraints
+    (c,) = pmod.certification.constraints
     assert isinstance(c, PotentialConstraint)
     _, ax = plt.subplots()
     out = plots.plot_truncation(pmod, ax=ax)
     assert out is ax and "(potential)" in ax.get_title()
     assert vlines_at(ax, "bound") == [pytest.approx(c.bound)]
-    stat = c.evaluate(pmod._ctx.draws)
-    kept = np.mean(c.contains(pmod._ctx.draws))
+    stat = c.evaluate(pmod.certification.context.draws)
+    kept = np.mean(c.contains(pmod.certification.context.draws))
     assert f"~{kept:.3g}" in ax.get_title()
     x, y = _truncated(ax)
     assert x.max() == pytest.approx(c.bound)  # the bound is a bin edge: nothing kept beyond it

@@ -140,7 +140,7 @@ def test_split_fit_moves_the_region_toward_admissible_data_and_says_so():
         (f,) = cert.factors
         assert f.lipschitz <= cert.Delta_per_draw * (1 + 1e-9)
     # the search did its job: the fit region is at least as close to the reference as the other
-    ref = by_fit._ctx.reference
+    ref = by_fit.certification.context.reference
     box = {c["var"]: (c["lower"] if c["lower"] is not None else -np.inf, c["upper"] if c["upper"] is not None else np.inf)
            for c in by_mass.certificate.factors[0].constraints}
     box_fit = {c["var"]: (c["lower"] if c["lower"] is not None else -np.inf, c["upper"] if c["upper"] is not None else np.inf)

@@ -556,7 +556,7 @@ def test_markdown_and_text(coin_release):
 
 
 # --------------------------------------------------------------------------- headless browser
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="Debian chromium is not installed")
 def test_html_renders_in_headless_chromium(coin_release, coin_mcmc_release, tmp_path):
     for name, idata in (("exact", coin_release), ("mcmc", coin_mcmc_release)):

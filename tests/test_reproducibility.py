@@ -118,7 +118,7 @@ def test_a_ledger_changes_only_the_ledger_section(tmp_path):
     assert pa == pb
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("backend", ["numpyro", "nutpie"])
 def test_other_backends_are_reproducible(backend):
     pytest.importorskip(backend)

@@ -94,7 +94,7 @@ def test_thin_potential_region_is_found_by_search_and_sampled_inside(a):
     cert = pmod.certificate
     assert cert.prior_mass_kept == 0.0 and "upper bound" in cert.prior_mass_method
     bound = cert.factors[0].lipschitz
-    start = np.asarray(pmod._initvals["p"])
+    start = np.asarray(pmod.certification.initvals["p"])
     # the start lies inside the thin region, moved from its minimiser (uniform p) towards the prior
     assert np.log(start.max() / start.min()) <= bound and start.sum() == pytest.approx(1.0)
     for idata in (

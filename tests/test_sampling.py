@@ -51,18 +51,18 @@ def _values_at(model, point):
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_initial_values_lie_inside_theta_L(pmods, name):
     pmod = pmods[name]
-    kinds = {type(c).__name__ for c in pmod._constraints}
+    kinds = {type(c).__name__ for c in pmod.certification.constraints}
     assert kinds, "the model must be truncated"
-    point = make_initial_point_fn(model=pmod.model, overrides=pmod._initvals, return_transformed=True)(0)
+    point = make_initial_point_fn(model=pmod.model, overrides=pmod.certification.initvals, return_transformed=True)(0)
     assert np.isfinite(pmod.model.compile_logp()(point))
     assert np.all(np.isfinite(np.concatenate([np.ravel(g) for g in pmod.model.compile_dlogp()(point)])))
     values = _values_at(pmod.model, point)
-    for c in pmod._constraints:
+    for c in pmod.certification.constraints:
         assert np.all(c.contains(values)), c.describe()
 
 
 def test_rewrite_kinds_are_covered(pmods):
-    kinds = {type(c).__name__ for p in pmods.values() for c in p._constraints}
+    kinds = {type(c).__name__ for p in pmods.values() for c in p.certification.constraints}
     assert kinds == {"IntervalConstraint", "NormBallConstraint", "PotentialConstraint"}
 
 
@@ -80,14 +80,14 @@ def test_default_sampler_starts_from_the_initial_values(pmods):
     assert not np.isfinite(pmod.model.compile_logp()(pmod.model.initial_point()))
     with pytest.raises(SamplingError, match="Initial evaluation"):
         run_mcmc(pmod.model, initvals={}, **RUN)
-    post = run_mcmc(pmod.model, initvals=pmod._initvals, **RUN)
-    sigma = next(c for c in pmod._constraints if getattr(c, "var", None) == "sigma")
+    post = run_mcmc(pmod.model, initvals=pmod.certification.initvals, **RUN)
+    sigma = next(c for c in pmod.certification.constraints if getattr(c, "var", None) == "sigma")
     assert np.all(post["sigma"].values >= sigma.lower)
 
 
 def test_run_mcmc_returns_only_a_posterior_dataset(pmods):
     pmod = pmods["linear"]
-    post = run_mcmc(pmod.model, initvals=pmod._initvals, **RUN)
+    post = run_mcmc(pmod.model, initvals=pmod.certification.initvals, **RUN)
     assert isinstance(post, xr.Dataset)
     names = {v.name for v in (*pmod.model.free_RVs, *pmod.model.deterministics)}
     assert set(post.data_vars) == names  # no sigma_interval__ / transformed values
@@ -119,7 +119,7 @@ def test_posterior_only_drops_everything_else(pmods):
 def test_var_names_cannot_trim_what_the_release_needs(pmods):
     pmod = pmods["dirichlet_categorical"]
     with pytest.warns(UserWarning, match="var_names is ignored"):
-        post = run_mcmc(pmod.model, initvals=pmod._initvals, var_names=[], **RUN)
+        post = run_mcmc(pmod.model, initvals=pmod.certification.initvals, var_names=[], **RUN)
     assert set(post.data_vars) == {"p"}
-    c = pmod._constraints[0]
+    c = pmod.certification.constraints[0]
     assert np.all(c.contains({"p": post["p"].values.reshape(-1, 3)}))

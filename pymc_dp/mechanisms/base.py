@@ -48,7 +48,7 @@ def charge(mech, **description: Any):
     fails. A mechanism without a ledger (``ledger=None``) charges nothing."""
     import contextlib
 
-    from pymc_dp.core import _versions
+    from pymc_dp.certification import _versions
     from pymc_dp.units import describe_unit
 
     ledger = mech.ledger

@@ -32,7 +32,9 @@ import pymc as pm
 
 from pymc_dp import accounting
 from pymc_dp.certificate import Certificate
-from pymc_dp.core import SPLITS, PrivateModel, _check_budget, _check_ledger, _same_order
+from pymc_dp.certification import SPLITS
+from pymc_dp.certification import check_budget as _check_budget
+from pymc_dp.core import PrivateModel, _check_ledger, _same_order
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import BudgetExceededError, NotConjugateError, PrivacyError
 from pymc_dp.ledger import Ledger
@@ -335,7 +337,7 @@ class PrivateMAP:
             with warnings.catch_warnings():  # ArviZ: "more chains than draws", by design here
                 warnings.simplefilter("ignore", UserWarning)
                 post = run_mcmc(
-                    self.model, draws_per_chain=1, tune=tune, chains=k, initvals=dict(self.private_model._initvals),
+                    self.model, draws_per_chain=1, tune=tune, chains=k, initvals=dict(self.private_model.certification.initvals),
                     random_seed=int(rng.integers(2**31 - 1)), **mcmc_kwargs,
                 )
             for rv in self.model.free_RVs:

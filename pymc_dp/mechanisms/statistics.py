@@ -56,12 +56,12 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BernoulliRV, BinomialRV, NormalRV, PoissonRV
 
-from pymc_dp.core import PrivateModel, _check_budget, _check_ledger, _versions, ledger_state
+from pymc_dp.certification import _versions, check_containers
+from pymc_dp.certification import check_budget as _check_budget
+from pymc_dp.core import _check_ledger, ledger_state
 from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
-from pymc_dp.preprocess import dataset_id
-from pymc_dp.record import attach
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
 from pymc_dp.mechanisms.noise import (
     continuous_gaussian,
@@ -73,6 +73,8 @@ from pymc_dp.mechanisms.noise import (
     laplace_log_ratio,
     opendp_version,
 )
+from pymc_dp.preprocess import dataset_id
+from pymc_dp.record import attach
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["NoisyStatistics", "Recommendation", "noisy_statistics", "recommend", "EXACT_SUM_LIMIT"]
@@ -463,7 +465,7 @@ class NoisyStatistics(Mechanism):
             if name not in in_model:
                 raise DomainError(f"values= names {name!r}, which is not a pm.Data container of the model.")
         # the containers in the model are validated too (a stand-in must lie in the domain)
-        self.domains, self.public = PrivateModel._check_containers(model, data, public)
+        self.domains, self.public = check_containers(model, data, public)
         self._values = {k: (values[k] if k in values else np.asarray(in_model[k].get_value())) for k in self.domains}
         self.factors = self._read(model, self.domains)
         self.reads = tuple(sorted({c for f in self.factors for c in (f.container, *f.covariates)}))

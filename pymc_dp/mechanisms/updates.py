@@ -29,20 +29,17 @@ import pymc as pm
 import xarray as xr
 from scipy import special as sc
 
+from pymc_dp.certification import _versions, check_containers
+from pymc_dp.certification import check_budget as _check_budget
 from pymc_dp.core import (
-    PrivateModel,
-    _check_budget,
     _check_ledger,
     _exact_rng,
-    _versions,
     draws_dataset,
     ledger_state,
 )
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
-from pymc_dp.preprocess import dataset_id
-from pymc_dp.record import attach
 from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.bayesnet import BayesNet, read_bayesnet
 from pymc_dp.mechanisms.noise import (
@@ -51,6 +48,8 @@ from pymc_dp.mechanisms.noise import (
     laplace_log_ratio,
     opendp_version,
 )
+from pymc_dp.preprocess import dataset_id
+from pymc_dp.record import attach
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["FourierUpdates", "LaplaceUpdates", "fourier_updates", "laplace_updates"]
@@ -97,7 +96,7 @@ class _Updates(Mechanism):
         self.delta = 0.0
         self.draws = int(draws)
         self.unit = unit
-        self.domains, self.public = PrivateModel._check_containers(model, data, public)
+        self.domains, self.public = check_containers(model, data, public)
         self.net: BayesNet = read_bayesnet(model, self.domains)
         self.reads = tuple(self.net.containers)
         if isinstance(unit, Users):

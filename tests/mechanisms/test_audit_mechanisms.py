@@ -36,7 +36,7 @@ def test_laplace_updates_pass_coin():
     assert 0.7 < res.measured <= 1.0
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_laplace_updates_pass():
     model, domains = naive_bayes(n=6, m=2)
     mech = pymc_dp.laplace_updates(model, epsilon=1.0, data=domains, ledger=None)
@@ -63,7 +63,7 @@ def test_fourier_updates_pass_coin():
     assert res.measured > 0.6
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_fourier_updates_pass():
     model, domains = chain_net(n=5)
     mech = pymc_dp.fourier_updates(model, epsilon=1.0, data=domains, ledger=None)

@@ -230,7 +230,7 @@ def test_statistical_audit_passes_and_catches_halved_noise():
     assert res.measured > 1.5
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_statistical_audit_passes_naive_bayes():
     model, domains = tiny_naive_bayes(n=4, m=2)
     mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=None)

@@ -469,7 +469,7 @@ def test_statistical_audit_of_private_map(coin_mechs):
     assert res.measured <= res.claimed < res.power
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("backend, needs", [("numpyro", "numpyro"), ("blackjax", "blackjax"), ("nutpie", "nutpie")])
 def test_other_nuts_backends_sample_the_tempered_density(backend, needs):
     """The tempering Potential reaches every backend: 400 released draws against the quadrature CDF."""

@@ -161,7 +161,7 @@ def test_noise_aware_graph_maps_latents_to_the_statistics_exactly():
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_posterior_is_near_the_data_at_moderate_epsilon():
     model, domains = regression(n=2000, seed=1)
     mech = pymc_dp.noisy_statistics(model, epsilon=20.0, data=domains, ledger=None)
@@ -211,7 +211,7 @@ def one_covariate(n=6, seed=0):
     return model, {"x": pymc_dp.Interval(-1, 1), "y": pymc_dp.Interval(-1, 1)}
 
 
-@pytest.mark.slow
+@pytest.mark.extended
 def test_statistical_audit_catches_halved_noise():
     """sum x^2, sum x y, sum y^2: K = 2.5 of d = 3; half the noise doubles the loss to 2."""
     model, domains = one_covariate()

@@ -359,7 +359,7 @@ def test_one_hot_weights_exact(k):
     "w, b, c, domain",
     [
         ((0.5, 0.5), (-1.0, 1.0), (0.5, -0.8), Interval(-2, 2)),
-        pytest.param((0.3, 0.7), (0.0, 0.2), (1.5, 1.0), Interval(-1, 1), marks=pytest.mark.slow),
+        pytest.param((0.3, 0.7), (0.0, 0.2), (1.5, 1.0), Interval(-1, 1), marks=pytest.mark.extended),
     ],
 )
 def test_mixture_of_regressions_sound(w, b, c, domain):
@@ -523,7 +523,7 @@ def test_hurdle_poisson_exact(psi, mu, domain):
     assert_exact(rule, brute_range(ev, axes), label="HurdlePoisson")
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.extended), pytest.param(2, marks=pytest.mark.extended)])
 def test_random_windows_exact(seed):
     """Random psi, ``ln mu`` windows and domains: the zero-inflated and hurdle Poisson rules equal
     the brute force over (y, ln mu)."""
@@ -668,7 +668,7 @@ PT_HURDLE_CASES = [
 
 @pytest.mark.parametrize(
     "label, domain, params",
-    PT_CASES + [pytest.param(*c, marks=pytest.mark.slow) for c in PT_SLOW_CASES],
+    PT_CASES + [pytest.param(*c, marks=pytest.mark.extended) for c in PT_SLOW_CASES],
     ids=[c[0] for c in PT_CASES + PT_SLOW_CASES],
 )
 def test_pytensor_matches_numpy_mixture(label, domain, params):
@@ -814,7 +814,7 @@ def _sample(lo, hi, rng, n):
     return [lo + t * (hi - lo) for t in u]
 
 
-@pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.extended), pytest.param(3, marks=pytest.mark.extended)])
 @pytest.mark.parametrize("form", ["list", "batched"])
 def test_mixture_region_sound_and_tight(normal_region, seed, form):
     rng = np.random.default_rng(seed)
@@ -905,7 +905,7 @@ def _check_region(op, domain, region_params, thetas, per_theta, *, tol=1e-3):
     return float(R), best
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, pytest.param(3, marks=pytest.mark.slow), pytest.param(4, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seed", [0, 1, 2, pytest.param(3, marks=pytest.mark.extended), pytest.param(4, marks=pytest.mark.extended)])
 def test_zero_inflated_binomial_region(seed):
     rng = np.random.default_rng(100 + seed)
     n = 10

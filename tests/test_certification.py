@@ -1,0 +1,71 @@
+"""``pymc_dp.certify``: certification as a public, frozen result (pymc_dp/certification.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp
+from pymc_dp.certification import Certification
+
+
+def _model(y):
+    with pm.Model() as model:
+        yd = pm.Data("y", y)
+        p = pm.Beta("p", 1.0, 1.0)
+        pm.Deterministic("odds", p / (1 - p))
+        pm.Bernoulli("obs", p, observed=yd)
+    return model
+
+
+def test_certify_returns_the_frozen_result_make_private_holds(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYMC_DP_LEDGER", str(tmp_path / "never.sqlite"))
+    y = np.array([0, 1, 1, 0, 1, 1])
+    model = _model(y)
+    cert = pymc_dp.certify(model, epsilon=1.0, draws=2, data={"y": pymc_dp.Binary()})
+    assert isinstance(cert, Certification)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cert.draws = 3
+    assert not (tmp_path / "never.sqlite").exists()  # certifying charges nothing, opens no ledger
+
+    pmod = pymc_dp.make_private(model, epsilon=1.0, draws=2, data={"y": pymc_dp.Binary()}, ledger=None)
+    assert pmod.certification.certificate == cert.certificate
+    assert pmod.certificate is pmod.certification.certificate
+    assert pmod.model is pmod.certification.truncated_model
+    assert cert.user_model is model and cert.truncated_model is not model
+    assert [f.name for f in cert.factors] == ["obs"]
+    assert set(cert.regions) == {"obs"}
+    assert [c.var for c in cert.constraints] == ["p"]
+    assert cert.released_names == ("p", "odds")
+    assert cert.conjugate_plan is not None and cert.plan_refusal is None
+    assert set(cert.initvals) <= {"p"}
+    # the certificate depends on the data's shape, not on its values
+    other = pymc_dp.certify(_model(1 - y), epsilon=1.0, draws=2, data={"y": pymc_dp.Binary()})
+    assert other.certificate == cert.certificate
+
+
+def test_with_data_keeps_the_certification():
+    pmod = pymc_dp.make_private(_model(np.array([0, 1, 1, 0])), epsilon=1.0, draws=1,
+                                data={"y": pymc_dp.Binary()}, ledger=None)
+    other = pmod.with_data({"y": np.array([1, 1, 1, 1])})
+    assert other.certification is pmod.certification
+    assert other.dataset_id != pmod.dataset_id
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"epsilon": -1.0}, pymc_dp.BudgetExceededError, "epsilon=-1.0"),
+        ({"split": "best"}, pymc_dp.PrivacyError, "split='best'"),
+        ({"data": {"z": pymc_dp.Binary()}}, pymc_dp.DomainError, "'z'"),
+    ],
+)
+def test_certify_refuses_as_make_private_does(kwargs, error, match):
+    args = {"epsilon": 1.0, "draws": 1, "data": {"y": pymc_dp.Binary()}, **kwargs}
+    with pytest.raises(error, match=match):
+        pymc_dp.certify(_model(np.array([0, 1])), **args)
+    with pytest.raises(error, match=match):
+        pymc_dp.make_private(_model(np.array([0, 1])), ledger=None, **args)
