@@ -9,7 +9,7 @@ and releases privacy-accounted draws as ArviZ ``InferenceData``.
 
 __version__ = "0.1.0"
 
-from pymc_dp.auditing import AuditError, AuditResult, audit
+from pymc_dp.audits import AuditError, AuditResult, audit
 from pymc_dp.certificate import Certificate, FactorCertificate
 from pymc_dp.certification import Certification, certify
 from pymc_dp.core import PrivateModel, make_private, private

@@ -1,4 +1,4 @@
-"""Privacy audits (pymc_dp.auditing): the real rules pass, deliberately wrong rules are caught, and
+"""Privacy audits (pymc_dp.audits): the real rules pass, deliberately wrong rules are caught, and
 every number the audit reports is checked against an independent computation.
 
 * exact audits (conjugate models): every conjugate family, record / attribute / user units;
@@ -24,7 +24,7 @@ from pytensor.tensor.random.basic import BernoulliRV, LaplaceRV, NormalRV
 from scipy import stats
 
 import pymc_dp
-from pymc_dp.auditing import AuditError, AuditResult, audit, clopper_pearson
+from pymc_dp.audits import AuditError, AuditResult, audit, clopper_pearson
 from pymc_dp.rules.base import log_density_range
 from tests import models
 
@@ -541,7 +541,7 @@ def test_chain_sampler_is_the_default_for_many_parameters_and_draws_only_release
     chains on the truncated posterior; its statistics are the released names and the
     log-likelihood ratio, never a Deterministic that reads private data (which differs between
     neighbours by construction and would read as a privacy loss)."""
-    from pymc_dp.auditing import _ChainRuns
+    from pymc_dp.audits.statistical import _ChainRuns
 
     rng = np.random.default_rng(3)
     n = 12
@@ -587,7 +587,8 @@ def test_chain_verdict_sets_the_event_test_aside_only_when_the_chains_did_not_mi
     """_chain_verdict on synthetic outcomes: a range above the claim fails whatever the mixing;
     chains that mixed keep the event test's verdict; chains that did not mix (a centred
     hierarchical funnel: R-hat 2, divergences) have their event test set aside for the range."""
-    from pymc_dp.auditing import Witness, _chain_verdict
+    from pymc_dp.audits.result import Witness
+    from pymc_dp.audits.statistical import _chain_verdict
 
     w = Witness({}, {}, {}, 1.0, None, {"statistic": "sigma_b"}, "constant")
     mixed = {"rhat": 1.01, "worst": "b", "divergent": 0.0, "mixed": True}
@@ -613,7 +614,7 @@ def test_mixing_reads_rhat_and_divergences():
     """Two chains stuck at different values: R-hat far above 1; divergences counted."""
     import arviz as az
 
-    from pymc_dp.auditing import _mixing
+    from pymc_dp.audits.statistical import _mixing
 
     rng = np.random.default_rng(0)
     good = az.from_dict(posterior={"a": rng.normal(size=(2, 200))},

@@ -17,7 +17,7 @@ import pytest
 from pytensor.tensor.random.basic import PoissonRV
 
 import pymc_dp
-from pymc_dp.auditing import audit
+from pymc_dp.audits import audit
 from pymc_dp.rules import oscillation as osc_rules
 from tests.test_audit import CONJUGATE, SCALAR, gamma_poisson, private, scalar
 
