@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import numbers
@@ -37,7 +36,8 @@ from pymc_dp.exceptions import (
 )
 from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.preprocess import dataset_id
-from pymc_dp.record import attach
+from pymc_dp.release import ledger_state  # noqa: F401  (mechanisms import it from here)
+from pymc_dp.release import release as release_draws
 from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
 from pymc_dp.units import Users, describe_unit
 
@@ -325,7 +325,7 @@ class PrivateModel:
         else:
             check_backend(str(kwargs.get("nuts_sampler", "pymc")))
             _check_mcmc_seed(random_seed)
-        ledger = self.ledger  # opened (or refused with LedgerError) before anything runs
+        _ = self.ledger  # opened (or refused with LedgerError) before anything runs
         release = {"method": "exact" if exact else "mcmc", "chains": chains, "draws_per_chain": self.draws // chains}
         if exact:
             release.update(sampler="exact conjugate", plan=self.conjugate_plan.describe())
@@ -336,12 +336,7 @@ class PrivateModel:
                 thin=int(thin),
                 caveat=MCMC_CAVEAT,
             )
-        spending = (
-            ledger.spend(self.dataset_id, self.certificate.epsilon, self.certificate.delta, description=self._spend_note(release))
-            if ledger is not None
-            else contextlib.nullcontext()
-        )
-        with spending:
+        def draw() -> dict[str, xr.Dataset]:
             if exact:
                 posterior = self._sample_exact(chains, rng)
             else:
@@ -364,8 +359,17 @@ class PrivateModel:
                     [rv.name for rv in self.model.free_RVs if rv.name in self.certification.released_names],
                     initvals if starts_at_initvals(self.model, kwargs) else {},
                 )
-            release["ledger"] = ledger_state(ledger, self.dataset_id)
-            return self._release(posterior, release)
+            return {"posterior": self._released_posterior(posterior)}
+
+        return release_draws(
+            self,
+            draw,
+            epsilon=self.certificate.epsilon,
+            delta=self.certificate.delta,
+            note=self._spend_note(release),
+            record=lambda ledger_now: self._record({**release, "ledger": ledger_now}),
+            allow_nan=True,
+        )
 
     def _spend_note(self, release: dict) -> dict:
         """What the ledger row says about the release: public facts only."""
@@ -397,18 +401,20 @@ class PrivateModel:
         rows = [fn(*(values[rv.name][i] for rv in free)) for i in range(self.draws)]
         return {name: np.stack([np.asarray(r[j]) for r in rows]) for j, name in enumerate(names)}
 
-    def _release(self, posterior: xr.Dataset, release: dict) -> az.InferenceData:
+    def _released_posterior(self, posterior: xr.Dataset) -> xr.Dataset:
+        """The released names only, laid out as ``(chain, draw)``; rebuilt from scratch so that
+        no attribute of the sampler run travels with it."""
         kept = posterior[list(self.certification.released_names)]
         kept = kept.assign_coords(draw=np.arange(kept.sizes["draw"]), chain=np.arange(kept.sizes["chain"]))
-        # rebuilt from scratch so that no attribute of the sampler run travels with it
         data_vars = {name: (kept[name].dims, np.asarray(kept[name].values)) for name in self.certification.released_names}
         coords = {k: np.asarray(v.values) for k, v in kept.coords.items()}
         released = xr.Dataset(data_vars, coords=coords)
         assert released.sizes["chain"] * released.sizes["draw"] == self.draws
-        idata = az.InferenceData(posterior=released)
-        attach(idata, {**self.certificate.to_dict(), "release": release}, allow_nan=True)
-        self.last_release = idata
-        return idata
+        return released
+
+    def _record(self, release: dict) -> dict:
+        """The release record: the certificate and the release's public facts."""
+        return {**self.certificate.to_dict(), "release": release}
 
     def report(self, **kwargs: Any):
         """The :class:`~pymc_dp.PrivacyReport` of this model and its last release (if any)."""
@@ -464,20 +470,6 @@ def draws_dataset(model: pm.Model, values: Mapping[str, np.ndarray], chains: int
             labels = model.coords.get(dim)
             coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
     return xr.Dataset(data_vars, coords=coords)
-
-
-def ledger_state(ledger: Ledger | None, dataset_id: str) -> dict | None:
-    """What a release says of the ledger after it was charged (pending counts), or None."""
-    if ledger is None:
-        return None
-    spend = ledger.spent(dataset_id)
-    return {
-        "spent_epsilon": spend.epsilon,
-        "spent_delta": spend.delta,
-        "releases": spend.releases + spend.pending + spend.failed,
-        "total_epsilon": ledger.epsilon,
-        "total_delta": ledger.delta,
-    }
 
 
 def _same_order(model: pm.Model, like: pm.Model) -> None:

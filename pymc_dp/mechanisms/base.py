@@ -44,18 +44,17 @@ def build_model(model: Any):
 
 def charge(mech, **description: Any):
     """The ledger charge of one release of ``mech`` (its ``epsilon`` on its ``dataset_id``), as a
-    context: the charge is reserved before the private data are read and refunded if the release
-    fails. A mechanism without a ledger (``ledger=None``) charges nothing."""
-    import contextlib
-
+    context (:func:`pymc_dp.release.reservation`): reserved before the private data are read; a
+    release that fails after it started stays charged. A mechanism without a ledger
+    (``ledger=None``) charges nothing."""
     from pymc_dp.certification import _versions
+    from pymc_dp.release import reservation
     from pymc_dp.units import describe_unit
 
-    ledger = mech.ledger
-    if ledger is None:
-        return contextlib.nullcontext()
+    if mech.ledger is None:
+        return reservation(mech, mech.epsilon, mech.delta, {})
     note = {"mechanism": mech.name, **description, "unit": describe_unit(mech.unit), "pymc_dp": _versions()["pymc_dp"]}
-    return ledger.spend(mech.dataset_id, mech.epsilon, mech.delta, description=note)
+    return reservation(mech, mech.epsilon, mech.delta, note)
 
 
 class Mechanism(abc.ABC):

@@ -61,7 +61,7 @@ from pymc_dp.mechanisms.bayesnet import BayesNet, Node
 from pymc_dp.mechanisms.noise import discrete_laplace, laplace_log_ratio
 from pymc_dp.mechanisms.statistics import CHUNK_ROWS, _is_dask
 from pymc_dp.mechanisms.updates import _chains, _Updates
-from pymc_dp.record import attach
+from pymc_dp.release import publish
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["NoisyCounts", "MAX_ENUMERATION"]
@@ -558,10 +558,8 @@ class NoisyCounts(_Updates):
         posterior = draws_dataset(self.model, post.draw(int(draws), rng), chains)
         release = {"chains": chains, "draws_per_chain": int(draws) // chains, "charged": charged_now,
                    "ledger": ledger_state(self.ledger, self.dataset_id)}
-        idata = az.InferenceData(posterior=posterior)
-        attach(idata, {**self._public(), "release": release})
-        self.last_release = idata
-        return idata
+        # the counts were charged when released; these draws are post-processing
+        return publish(self, {"posterior": posterior}, {**self._public(), "release": release})
 
     def _public(self) -> dict:
         law = ("exact: the latent true counts are summed over (Dirichlet-multinomial given the class counts, "

@@ -419,9 +419,8 @@ class _TemperedEngine(PrivateModel):
     def _spend_note(self, release: dict) -> dict:
         return {**super()._spend_note(release), "mechanism": MECHANISM, "beta": self._mech.beta}
 
-    def _release(self, posterior, release: dict) -> az.InferenceData:
-        release = {**release, **self._mech.mechanism}
-        return super()._release(posterior, release)
+    def _record(self, release: dict) -> dict:
+        return super()._record({**release, **self._mech.mechanism})
 
 
 def _tempered_model(core: PrivateModel, beta: float) -> pm.Model:

@@ -74,7 +74,7 @@ from pymc_dp.mechanisms.noise import (
     opendp_version,
 )
 from pymc_dp.preprocess import dataset_id
-from pymc_dp.record import attach
+from pymc_dp.release import publish
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["NoisyStatistics", "Recommendation", "noisy_statistics", "recommend", "EXACT_SUM_LIMIT"]
@@ -642,10 +642,8 @@ class NoisyStatistics(Mechanism):
             "charged": charged_now,
             "ledger": ledger_state(self.ledger, self.dataset_id),
         }
-        out = az.InferenceData(**keep_groups)
-        attach(out, {**self._public(), "release": release})
-        self.last_release = out
-        return out
+        # the statistics were charged when released; these draws are post-processing
+        return publish(self, keep_groups, {**self._public(), "release": release})
 
     def _public(self) -> dict:
         return {

@@ -17,7 +17,6 @@ post-processing; two releases never have the same noise.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import numbers
@@ -35,7 +34,6 @@ from pymc_dp.core import (
     _check_ledger,
     _exact_rng,
     draws_dataset,
-    ledger_state,
 )
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
@@ -49,7 +47,7 @@ from pymc_dp.mechanisms.noise import (
     opendp_version,
 )
 from pymc_dp.preprocess import dataset_id
-from pymc_dp.record import attach
+from pymc_dp.release import release as release_draws
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["FourierUpdates", "LaplaceUpdates", "fourier_updates", "laplace_updates"]
@@ -153,19 +151,21 @@ class _Updates(Mechanism):
         """
         rng = _exact_rng(random_seed)
         chains = _chains(self.draws, chains)
-        ledger = self.ledger
+        _ = self.ledger  # opened (or refused with LedgerError) before anything runs
         note = {"mechanism": self.name, "draws": self.draws, "unit": describe_unit(self.unit),
                 "pymc_dp": _versions()["pymc_dp"]}
-        spending = ledger.spend(self.dataset_id, self.epsilon, 0.0, description=note) if ledger is not None else contextlib.nullcontext()
-        with spending:
-            params, released = self._noisy_parameters(self._data())
-            posterior = self._posterior(params, chains, rng)
-            release = {"chains": chains, "draws_per_chain": self.draws // chains}
-            release["ledger"] = ledger_state(ledger, self.dataset_id)
-            idata = az.InferenceData(posterior=posterior)
-            attach(idata, {**self._public(), "released": released, "release": release})
-            self.last_release = idata
-            return idata
+        released: dict = {}
+
+        def draw():
+            params, noisy = self._noisy_parameters(self._data())
+            released.update(noisy)
+            return {"posterior": self._posterior(params, chains, rng)}
+
+        def record(ledger_now):
+            release = {"chains": chains, "draws_per_chain": self.draws // chains, "ledger": ledger_now}
+            return {**self._public(), "released": released, "release": release}
+
+        return release_draws(self, draw, epsilon=self.epsilon, delta=0.0, note=note, record=record)
 
     def _posterior(self, params: dict[str, np.ndarray], chains: int, rng: np.random.Generator) -> xr.Dataset:
         """Posterior draws given released parameters (post-processing, seed-deterministic)."""

@@ -1,0 +1,95 @@
+"""The release driver: reserve on the ledger, draw, lay out, write the release record.
+
+Every release of every mechanism goes through :func:`release` (or, for a mechanism whose
+privacy cost was charged once when its statistics were released and whose draws are
+post-processing, through :func:`publish` alone):
+
+1. :func:`reservation` reserves ``(epsilon, delta)`` on the mechanism's ledger under its
+   dataset's fingerprint *before* the private data are read; a request that does not fit raises
+   :class:`~pymc_dp.BudgetExceededError` and nothing runs. A release that fails after it started
+   stays charged (:meth:`pymc_dp.Ledger.spend` says why).
+2. the mechanism's draw function runs and returns the groups to release (``posterior``, and
+   ``sample_stats`` where they are public);
+3. :func:`publish` builds the ``az.InferenceData`` from those groups only, writes the typed,
+   versioned release record (:func:`pymc_dp.record.attach`) and keeps it as the mechanism's
+   ``last_release``.
+
+The driver knows no mechanism: what is drawn and what the record says are the caller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, ContextManager, Mapping
+
+import arviz as az
+import xarray as xr
+
+from pymc_dp.record import attach
+
+__all__ = ["ledger_state", "publish", "release", "reservation"]
+
+
+def ledger_state(ledger, dataset_id: str) -> dict | None:
+    """What a release says of the ledger after it was charged (pending counts), or None."""
+    if ledger is None:
+        return None
+    spend = ledger.spent(dataset_id)
+    return {
+        "spent_epsilon": spend.epsilon,
+        "spent_delta": spend.delta,
+        "releases": spend.releases + spend.pending + spend.failed,
+        "total_epsilon": ledger.epsilon,
+        "total_delta": ledger.delta,
+    }
+
+
+def reservation(source, epsilon: float, delta: float, note: Mapping[str, Any]) -> ContextManager:
+    """The ledger charge of one release of ``source`` (its ``ledger`` and ``dataset_id``): a
+    context that reserves before its body runs and commits after; a failed body stays counted.
+    A source without a ledger charges nothing."""
+    ledger = source.ledger
+    if ledger is None:
+        return contextlib.nullcontext()
+    return ledger.spend(source.dataset_id, epsilon, delta, description=dict(note))
+
+
+def publish(source, groups: Mapping[str, xr.Dataset], record: Mapping[str, Any], *, allow_nan: bool = False) -> az.InferenceData:
+    """The ``az.InferenceData`` of ``groups`` with ``record`` attached; kept as
+    ``source.last_release``."""
+    idata = az.InferenceData(**dict(groups))
+    attach(idata, record, allow_nan=allow_nan)
+    source.last_release = idata
+    return idata
+
+
+def release(
+    source,
+    draw: Callable[[], Mapping[str, xr.Dataset]],
+    *,
+    epsilon: float,
+    delta: float,
+    note: Mapping[str, Any],
+    record: Callable[[dict | None], Mapping[str, Any]],
+    allow_nan: bool = False,
+) -> az.InferenceData:
+    """One charged release of ``source``.
+
+    Parameters
+    ----------
+    source
+        The mechanism: ``ledger``, ``dataset_id`` and a settable ``last_release``.
+    draw : callable
+        Runs the mechanism on the private data; returns the groups to release.
+    epsilon, delta : float
+        What the release costs.
+    note : mapping
+        Public facts for the ledger's row.
+    record : callable
+        The release record, given the ledger's state after the charge (None without a ledger).
+    allow_nan : bool
+        Whether the record may hold NaN (a certificate's undefined fields).
+    """
+    with reservation(source, epsilon, delta, note):
+        groups = draw()
+        return publish(source, groups, record(ledger_state(source.ledger, source.dataset_id)), allow_nan=allow_nan)
