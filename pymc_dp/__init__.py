@@ -9,6 +9,7 @@ and releases privacy-accounted draws as ArviZ ``InferenceData``.
 
 __version__ = "0.1.0"
 
+from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is imported when a plot is drawn)
 from pymc_dp.audits import AuditError, AuditResult, audit
 from pymc_dp.certificate import Certificate, FactorCertificate
 from pymc_dp.certification import Certification, certify
@@ -24,11 +25,6 @@ from pymc_dp.exceptions import (
     UnsupportedFactorError,
 )
 from pymc_dp.ledger import Ledger, Spend, default_ledger_path
-from pymc_dp.privacy_report import PrivacyReport, report
-from pymc_dp.query import Answer, Decision, answer
-from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is imported when a plot is drawn)
-from pymc_dp.units import Users
-from pymc_dp.preprocess import Standardization, standardize
 from pymc_dp.mechanisms import (
     FourierUpdates,
     LaplaceUpdates,
@@ -36,13 +32,17 @@ from pymc_dp.mechanisms import (
     NoisyCounts,
     NoisyStatistics,
     PrivateMAP,
-    fourier_updates,
-    noisy_statistics,
-    recommend,
     Recommendation,
+    fourier_updates,
     laplace_updates,
+    noisy_statistics,
     private_map,
+    recommend,
 )
+from pymc_dp.preprocess import Standardization, standardize
+from pymc_dp.privacy_report import PrivacyReport, report
+from pymc_dp.query import Answer, Decision, answer
+from pymc_dp.units import Attribute, Record, Users
 
 __all__ = [
     "private",
@@ -73,6 +73,8 @@ __all__ = [
     "PrivateModel",
     "certify",
     "Certification",
+    "Record",
+    "Attribute",
     "Certificate",
     "FactorCertificate",
     "Domain",

@@ -35,7 +35,7 @@ from pymc_dp.factors import Factor, find_factors, private_ancestors
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import FactorRegion, RegionContext, prior_draws, prior_mass
-from pymc_dp.units import Users, check_unit, describe_unit
+from pymc_dp.units import Users, as_unit, check_unit, describe_unit
 
 __all__ = ["Certification", "certify", "check_containers"]
 
@@ -65,8 +65,9 @@ class Certification:
         The private containers' declared domains.
     public : tuple of str
         The containers declared public.
-    unit : str or Users
-        The privacy unit.
+    unit : Unit
+        The privacy unit (:class:`~pymc_dp.Record`, :class:`~pymc_dp.Attribute` or
+        :class:`~pymc_dp.Users`; it compares equal to its name).
     draws : int
         Released draws the budget was split for.
     delta : float
@@ -190,7 +191,7 @@ def certify(
         user_model=model,
         domains=c.domains,
         public=tuple(c.public),
-        unit=unit,
+        unit=c.unit,
         draws=int(draws),
         delta=float(delta),
         factors=tuple(c.factors),
@@ -248,7 +249,7 @@ class _Certifier:
 
     def __init__(self, model, *, epsilon, draws, data, delta, unit, bounds, public, split):
         self.draws = int(draws)
-        self.unit = unit
+        self.unit = as_unit(unit)
         self.domains, self.public = check_containers(model, data, public)
         self._private_vars = {v: v.name for v in model.data_vars if v.name in self.domains}
         self._check_free_rvs(model)

@@ -535,8 +535,8 @@ def _dist_params(op, node) -> list:
 
 
 def _is_rv_node(var) -> bool:
-    from pytensor.tensor.random.op import RandomVariable
     from pymc.distributions.distribution import SymbolicRandomVariable
+    from pytensor.tensor.random.op import RandomVariable
 
     return var.owner is not None and isinstance(var.owner.op, (RandomVariable, SymbolicRandomVariable))
 

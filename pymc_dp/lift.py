@@ -17,33 +17,24 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from pymc_dp.units import UNITS, Users
+from pymc_dp.units import UNITS, Unit, as_unit
 
 __all__ = ["UNITS", "lift", "split_budget", "epsilon_per_draw_from_Delta", "rows_per_unit", "base_unit"]
 
 
 def rows_per_unit(unit: Any) -> int:
     """``m``: how many rows one unit can change (1 for record and attribute units)."""
-    return unit.max_rows if isinstance(unit, Users) else 1
+    return as_unit(unit).max_rows
 
 
-def base_unit(unit: Any) -> str:
+def base_unit(unit: Any) -> Unit:
     """The unit a user unit reduces to: a user is ``m`` records."""
-    return "record" if isinstance(unit, Users) else unit
+    return as_unit(unit).base
 
 
 def lift(lipschitz: Mapping[str, float], reads: Mapping[str, Sequence[str]], unit: Any) -> float:
     """Per-draw ``Delta`` from per-factor constants (only factors that read private data)."""
-    if isinstance(unit, Users):
-        return unit.max_rows * lift(lipschitz, reads, "record")
-    if unit == "record":
-        return float(sum(lipschitz[j] for j in lipschitz if reads[j]))
-    if unit == "attribute":
-        containers = sorted({k for j in lipschitz for k in reads[j]})
-        return float(
-            max((sum(lipschitz[j] for j in lipschitz if k in reads[j]) for k in containers), default=0.0)
-        )
-    raise ValueError(f"unknown unit {unit!r}")
+    return as_unit(unit).lift(lipschitz, reads)
 
 
 def split_budget(Delta: float, reads: Mapping[str, Sequence[str]], unit: Any) -> dict[str, float]:
@@ -53,20 +44,9 @@ def split_budget(Delta: float, reads: Mapping[str, Sequence[str]], unit: Any) ->
     ``Delta / max_{k in reads_j} n_k`` where ``n_k`` counts the factors reading container k;
     then ``sum_{j reads k} L_j <= Delta`` for every k, with equality at the busiest container.
     """
-    if isinstance(unit, Users):
-        return split_budget(Delta / unit.max_rows, reads, "record")
-    private = [j for j in reads if reads[j]]
-    if not private:
+    if not any(reads[j] for j in reads):
         return {}
-    if unit == "record":
-        return {j: Delta / len(private) for j in private}
-    if unit == "attribute":
-        count = {}
-        for j in private:
-            for k in reads[j]:
-                count[k] = count.get(k, 0) + 1
-        return {j: Delta / max(count[k] for k in reads[j]) for j in private}
-    raise ValueError(f"unknown unit {unit!r}")
+    return as_unit(unit).equal_split(Delta, reads)
 
 
 def epsilon_per_draw_from_Delta(Delta: float) -> float:

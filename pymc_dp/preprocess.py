@@ -43,7 +43,7 @@ import numpy as np
 from pymc_dp.domains import Box, Domain, Interval
 from pymc_dp.exceptions import DomainError, PrivacyError
 from pymc_dp.lift import rows_per_unit
-from pymc_dp.units import check_unit, describe_unit
+from pymc_dp.units import as_unit, check_unit, describe_unit
 
 __all__ = ["Standardization", "standardize", "dataset_id", "COLUMN_SENSITIVITY"]
 
@@ -295,7 +295,7 @@ def standardize(
             new_values[name] = _as_pm_data((x - m) / s)
             new_data[name] = ((lo - m) / s, (hi - m) / s)
     release_fields = dict(values=new_values, center=center, scale=spread, epsilon=float(epsilon),
-                          sensitivity=float(sensitivity), unit=unit, _source_id=source_id)
+                          sensitivity=float(sensitivity), unit=as_unit(unit), _source_id=source_id)
     # the domains need the release (for the ledger) and the release needs the domains' fingerprint
     draft = Standardization(data={}, _standardized_id="", **release_fields)
     domains = dict(data)

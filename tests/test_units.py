@@ -7,7 +7,6 @@ import pytest
 import pymc_dp
 from pymc_dp import PrivacyError, Users
 from pymc_dp.lift import lift, split_budget
-
 from tests.test_privacy_claim import _log_trunc_beta
 
 
@@ -83,3 +82,32 @@ def test_user_claim_never_below_truth(n, m, eps):
     claimed = pmod.certificate.epsilon_per_draw
     assert worst <= claimed + 1e-9
     assert worst >= 0.5 * claimed  # a real change: the claim is not vacuous
+
+
+# --------------------------------------------------------------------------- units as objects
+def test_units_are_objects_with_one_interface():
+    from pymc_dp.units import ATTRIBUTE, RECORD, as_unit
+
+    reads = {"a": ("x",), "b": ("x", "y"), "c": ("y",), "public": ()}
+    L = {"a": 1.0, "b": 2.0, "c": 0.5}
+    user = pymc_dp.Users(max_rows=3)
+    assert as_unit("record") is RECORD and as_unit("attribute") is ATTRIBUTE and as_unit(user) is user
+    assert isinstance(RECORD, pymc_dp.Record) and isinstance(ATTRIBUTE, pymc_dp.Attribute)
+    assert (RECORD.lift(L, reads), ATTRIBUTE.lift(L, reads), user.lift(L, reads)) == (3.5, 3.0, 10.5)
+    assert (RECORD.max_rows, ATTRIBUTE.max_rows, user.max_rows) == (1, 1, 3)
+    assert RECORD.base is RECORD and ATTRIBUTE.base is ATTRIBUTE and user.base is RECORD
+    for unit in (RECORD, ATTRIBUTE, user):  # the equal split lifts back to Delta exactly
+        shares = unit.equal_split(1.0, reads)
+        assert set(shares) == {"a", "b", "c"}
+        assert unit.lift(shares, reads) == pytest.approx(1.0)
+
+
+def test_a_unit_equals_its_name_and_keeps_the_ledger_fingerprint():
+    from pymc_dp.units import RECORD, as_unit, describe_unit
+
+    assert RECORD == "record" and "record" == RECORD and RECORD != "attribute"
+    assert RECORD in ("record", "attribute") and {RECORD: 1}["record"] == 1
+    assert describe_unit(RECORD) == describe_unit("record") == {"kind": "record", "max_rows": 1}
+    assert str(pymc_dp.Attribute()) == "attribute" and pymc_dp.Attribute() == pymc_dp.Attribute()
+    with pytest.raises(pymc_dp.PrivacyError, match="'row'"):
+        as_unit("row")

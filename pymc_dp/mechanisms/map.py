@@ -40,7 +40,7 @@ from pymc_dp.exceptions import BudgetExceededError, NotConjugateError, PrivacyEr
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import build_model
 from pymc_dp.sampling import run_mcmc
-from pymc_dp.units import Users
+from pymc_dp.units import Users, as_unit
 
 __all__ = ["PrivateMAP", "private_map", "MECHANISM"]
 
@@ -195,7 +195,7 @@ class PrivateMAP:
         self.beta = self.epsilon_per_draw / (2.0 * self.sensitivity)
         self.draws = int(draws)
         self.delta = float(delta)
-        self.unit = unit
+        self.unit = as_unit(unit)
         note = (
             f"Exponential mechanism (private MAP, AAAI 2016 Alg. 3): each draw is from the truncated "
             f"prior times the private likelihood to the power beta = eps0 / (2 Delta_u) = {self.beta:.6g}, "

@@ -75,7 +75,7 @@ from pymc_dp.mechanisms.noise import (
 )
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.release import publish
-from pymc_dp.units import Users, describe_unit
+from pymc_dp.units import Users, as_unit, describe_unit
 
 __all__ = ["NoisyStatistics", "Recommendation", "noisy_statistics", "recommend", "EXACT_SUM_LIMIT"]
 
@@ -449,7 +449,7 @@ class NoisyStatistics(Mechanism):
         _check_budget(epsilon, delta, 1, unit, None)
         self._ledger_arg = _check_ledger(ledger)
         self.model = model
-        self.epsilon, self.delta, self.unit = float(epsilon), float(delta), unit
+        self.epsilon, self.delta, self.unit = float(epsilon), float(delta), as_unit(unit)
         #: "laplace" (pure epsilon-DP) or "gaussian" (delta > 0: (epsilon, delta)-DP)
         self.noise = "gaussian" if self.delta > 0 else "laplace"
         if self.noise == "gaussian":

@@ -48,7 +48,7 @@ from pymc_dp.mechanisms.noise import (
 )
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.release import release as release_draws
-from pymc_dp.units import Users, describe_unit
+from pymc_dp.units import Users, as_unit, describe_unit
 
 __all__ = ["FourierUpdates", "LaplaceUpdates", "fourier_updates", "laplace_updates"]
 
@@ -93,7 +93,7 @@ class _Updates(Mechanism):
         self.epsilon = float(epsilon)
         self.delta = 0.0
         self.draws = int(draws)
-        self.unit = unit
+        self.unit = as_unit(unit)
         self.domains, self.public = check_containers(model, data, public)
         self.net: BayesNet = read_bayesnet(model, self.domains)
         self.reads = tuple(self.net.containers)

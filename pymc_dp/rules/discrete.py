@@ -16,6 +16,12 @@ same helpers.
 
 from __future__ import annotations
 
+# (kept apart from the imports above, which the Categorical rule shares)
+import itertools
+import math
+from functools import singledispatch
+from typing import Any, Callable
+
 import numpy as np
 from pytensor.tensor.random.basic import (
     BernoulliRV,
@@ -26,16 +32,8 @@ from pytensor.tensor.random.basic import (
 )
 
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
-from pymc_dp.rules.base import Bounds, integer_domain, register_rule
-
-# (kept apart from the imports above, which the Categorical rule shares)
-import itertools
-import math
-from functools import singledispatch
-from typing import Any, Callable
-
 from pymc_dp.rules._xp import NP
-from pymc_dp.rules.base import element_lipschitz, rule_info
+from pymc_dp.rules.base import Bounds, element_lipschitz, integer_domain, register_rule, rule_info
 from pymc_dp.rules.region import (
     BranchAndBound,
     NoRegionRule,

@@ -107,8 +107,8 @@ from pymc_dp.rules.region import (
     NoRegionRule,
     RegionSpec,
     Span,
-    register_region,
     region_lipschitz,
+    register_region,
 )
 
 __all__ = [
