@@ -22,7 +22,6 @@ quasi-convex in each parameter), over the hull for indexed parameters, and on a 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -51,124 +50,15 @@ __all__ = [
     "solve_factor",
 ]
 
-_TOL = 1e-9
-
-
-# --------------------------------------------------------------------------- constraints
-@dataclass(frozen=True)
-class IntervalConstraint:
-    """Every element of free RV ``var`` lies in ``[lower, upper]`` (None: unbounded)."""
-
-    var: str
-    lower: float | None
-    upper: float | None
-
-    def contains(self, draws: dict[str, np.ndarray]) -> np.ndarray:
-        v = draws[self.var].reshape(len(draws[self.var]), -1)
-        ok = np.ones(len(v), bool)
-        if self.lower is not None:
-            ok &= np.all(v >= self.lower, axis=1)
-        if self.upper is not None:
-            ok &= np.all(v <= self.upper, axis=1)
-        return ok
-
-    def describe(self) -> str:
-        lo = "-inf" if self.lower is None else f"{self.lower:.6g}"
-        hi = "inf" if self.upper is None else f"{self.upper:.6g}"
-        return f"{self.var} in [{lo}, {hi}]"
-
-    def to_dict(self) -> dict:
-        return {"kind": "interval", "var": self.var, "lower": self.lower, "upper": self.upper}
-
-
-@dataclass(frozen=True)
-class ElementIntervalConstraint:
-    """Element ``i`` of free RV ``var`` lies in ``[lower[i], upper[i]]`` (flattened order).
-
-    Per-element bounds, for RVs whose elements are not exchangeable (ordered cutpoints with
-    different prior means: disjoint boxes keep them ordered)."""
-
-    var: str
-    lower: tuple
-    upper: tuple
-
-    def contains(self, draws: dict[str, np.ndarray]) -> np.ndarray:
-        v = draws[self.var].reshape(len(draws[self.var]), -1)
-        return np.all((v >= np.asarray(self.lower)) & (v <= np.asarray(self.upper)), axis=1)
-
-    def describe(self) -> str:
-        pairs = ", ".join(f"[{lo:.4g}, {hi:.4g}]" for lo, hi in zip(self.lower, self.upper))
-        return f"{self.var} in {pairs} (elementwise)"
-
-    def to_dict(self) -> dict:
-        return {"kind": "element_interval", "var": self.var, "lower": list(self.lower), "upper": list(self.upper)}
-
-
-@dataclass(frozen=True)
-class NormBallConstraint:
-    """``||var||`` at most ``radius``: l2, or the weighted l1 norm ``sum_i weights_i |var_i|``."""
-
-    var: str
-    radius: float
-    weights: tuple[float, ...] | None = None
-
-    def norm(self, values: np.ndarray) -> np.ndarray:
-        v = values.reshape(len(values), -1)
-        if self.weights is None:
-            return np.sqrt(np.sum(v**2, axis=1))
-        return np.sum(np.abs(v) * np.asarray(self.weights), axis=1)
-
-    def contains(self, draws):
-        return self.norm(draws[self.var]) <= self.radius
-
-    def describe(self) -> str:
-        if self.weights is None:
-            return f"||{self.var}||_2 <= {self.radius:.6g}"
-        return f"sum_i m_i |{self.var}_i| <= {self.radius:.6g} (m = {[round(float(w), 6) for w in self.weights]})"
-
-    def to_dict(self):
-        return {
-            "kind": "norm_ball",
-            "var": self.var,
-            "radius": self.radius,
-            "norm": "l2" if self.weights is None else "weighted_l1",
-            "weights": None if self.weights is None else list(self.weights),
-        }
-
-
-@dataclass(frozen=True)
-class PotentialConstraint:
-    """``L_factor(theta) <= bound``, enforced by a ``pm.Potential`` indicator."""
-
-    factor: str
-    bound: float
-    vars: tuple[str, ...]
-    evaluate: Callable[[dict[str, np.ndarray]], np.ndarray] = field(compare=False, repr=False)
-    #: a public point inside the region (found from the prior alone), a start for samplers
-    start: dict | None = field(default=None, compare=False, repr=False)
-
-    def contains(self, draws):
-        return self.evaluate(draws) <= self.bound * (1 + _TOL)
-
-    def describe(self) -> str:
-        return f"L_{self.factor}({', '.join(self.vars)}) <= {self.bound:.6g} (potential)"
-
-    def to_dict(self):
-        return {"kind": "potential", "factor": self.factor, "bound": self.bound, "vars": list(self.vars)}
-
-
-@dataclass
-class FactorRegion:
-    """A factor's share of the budget and the constraints that guarantee it."""
-
-    factor: Factor
-    share: float
-    constraints: list
-    solver: str
-    min_lipschitz: float | None = None
-    #: what certifies ``share``: ``"lipschitz"`` (sup of the factor's constant over the region)
-    #: or ``"oscillation"`` (half its oscillation over the region, docs/theory/oscillation.md)
-    bound: str = "lipschitz"
+from pymc_dp.constraints import (  # noqa: E402,F401  (the constraints' home; re-exported here)
+    _TOL,
+    ElementIntervalConstraint,
+    FactorRegion,
+    IntervalConstraint,
+    NormBallConstraint,
+    PotentialConstraint,
+    constraints_box,
+)
 
 
 # --------------------------------------------------------------------------- prior draws
@@ -1118,26 +1008,6 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
         return p, f"monte carlo (n={n}): no prior draw inside, mass below {3.0 / n:.2g} (95% upper bound)"
     se = math.sqrt(max(p * (1 - p), 1.0 / n) / n)
     return p, f"monte carlo (n={n}, se={se:.2g})"
-
-
-def constraints_box(constraints, ctx: RegionContext) -> dict | None:
-    """The box ``name -> (lo, hi)`` that interval constraints describe (None if any is not one)."""
-    box: dict = {}
-    for c in constraints:
-        if isinstance(c, IntervalConstraint):
-            lo = -math.inf if c.lower is None else c.lower
-            hi = math.inf if c.upper is None else c.upper
-        elif isinstance(c, ElementIntervalConstraint):
-            shape = ctx.shapes[c.var]
-            lo, hi = np.reshape(c.lower, shape), np.reshape(c.upper, shape)
-        else:
-            return None
-        lo_s, hi_s = ctx.support(c.var)
-        if math.isnan(lo_s):
-            lo_s, hi_s = -math.inf, math.inf
-        prev = box.get(c.var, (lo_s, hi_s))
-        box[c.var] = (np.maximum(prev[0], lo), np.minimum(prev[1], hi))
-    return box
 
 
 def _is_root(rv, ctx) -> bool:
