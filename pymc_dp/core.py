@@ -29,13 +29,12 @@ from pymc_dp.certification import (  # noqa: F401  (PRIOR_*, SPLITS, check_budge
 )
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import (
-    DomainError,
     NotConjugateError,
     PrivacyError,
     StuckChainError,
 )
 from pymc_dp.ledger import Ledger, Spend
-from pymc_dp.preprocess import dataset_id
+from pymc_dp.private_data import PrivateData
 from pymc_dp.release import ledger_state  # noqa: F401  (mechanisms import it from here)
 from pymc_dp.release import release as release_draws
 from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
@@ -125,9 +124,10 @@ class PrivateModel:
         self.model = c.truncated_model
         self.certificate = c.certificate
         self._plan, self._plan_refusal = c.conjugate_plan, c.plan_refusal
-        private_values = {v.name: np.asarray(v.get_value()) for v in self.model.data_vars if v.name in self.domains}
+        #: the private values, validated, with their domains and unit (never released)
+        self.private_data = PrivateData.from_model(self.model, self.domains, self.unit)
         #: the ledger's name for this dataset: a hash of the private data, never released
-        self.dataset_id = dataset_id(private_values, self.domains, unit)
+        self.dataset_id = self.private_data.fingerprint
 
     # ------------------------------------------------------------------ other data
     def with_data(self, data: Mapping[str, Any]) -> "PrivateModel":
@@ -154,24 +154,8 @@ class PrivateModel:
 
         from pymc_dp.rewrite import rebuild_model
 
-        if not isinstance(data, Mapping):
-            raise DomainError("with_data needs a dict mapping private container names to new values.")
-        current = {v.name: v.get_value() for v in self.model.data_vars if v.name in self.domains}
-        values = {}
-        for name, value in data.items():
-            if name not in current:
-                raise DomainError(
-                    f"with_data: {name!r} is not a private container of this model (it has {sorted(current)})."
-                )
-            arr = np.asarray(value)
-            self.domains[name].validate(name, arr)
-            if arr.shape != current[name].shape:
-                raise DomainError(
-                    f"with_data: {name!r} has shape {arr.shape}, but the private model was certified for "
-                    f"shape {current[name].shape}; the truncation may depend on shapes, so make a new "
-                    "private model for data of another shape."
-                )
-            values[name] = arr.astype(current[name].dtype)
+        new_data = self.private_data.with_values(data)
+        values = {name: new_data.values[name] for name in data}
         # fgraph_from_model deep-copies the data containers: the copy shares no storage with self
         fgraph, _ = fgraph_from_model(self.model)
         model = rebuild_model(fgraph)
@@ -183,8 +167,8 @@ class PrivateModel:
         other.last_release = None
         for cached in ("_plan", "_plan_refusal"):
             other.__dict__.pop(cached, None)
-        private_values = {v.name: np.asarray(v.get_value()) for v in model.data_vars if v.name in self.domains}
-        other.dataset_id = dataset_id(private_values, self.domains, self.unit)
+        other.private_data = new_data
+        other.dataset_id = new_data.fingerprint
         if (other.conjugate_plan is None) != (self.conjugate_plan is None):  # pragma: no cover - structure only
             raise AssertionError("the exact sampler's availability must not depend on the data")
         return other

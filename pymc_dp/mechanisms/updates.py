@@ -46,7 +46,7 @@ from pymc_dp.mechanisms.noise import (
     laplace_log_ratio,
     opendp_version,
 )
-from pymc_dp.preprocess import dataset_id
+from pymc_dp.private_data import PrivateData
 from pymc_dp.release import release as release_draws
 from pymc_dp.units import Users, as_unit, describe_unit
 
@@ -101,9 +101,9 @@ class _Updates(Mechanism):
             unit.check_rows(self.net.rows)
         self.rows_per_unit = describe_unit(unit)["max_rows"]
         self.last_release: az.InferenceData | None = None
-        private_values = {v.name: np.asarray(v.get_value()) for v in model.data_vars if v.name in self.domains}
+        self.private_data = PrivateData.from_model(model, self.domains, unit)
         #: the ledger's name of the dataset (as PrivateModel's: the same data share one budget)
-        self.dataset_id = dataset_id(private_values, self.domains, unit)
+        self.dataset_id = self.private_data.fingerprint
 
     # ------------------------------------------------------------------ ledger
     @property
