@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from tests import models as M
 import numpy as np
 import pytest
 
@@ -15,6 +14,7 @@ from pymc_dp.truncate import (
     prior_mass,
     solve_factor,
 )
+from tests import models as M
 
 
 def _solve(factor, share, ctx):
@@ -73,20 +73,3 @@ def test_exact_log_mass_is_the_log_of_exact_mass():
     assert 0 < mass < 1e-10
     assert exact_log_mass(cons, ctx) == pytest.approx(np.log(mass), rel=1e-12)
 
-
-# --------------------------------------------------------------------------- constraints (pymc_dp/constraints.py)
-def test_box_of_is_registered_per_constraint_kind_and_refuses_the_rest():
-    from pymc_dp.constraints import (
-        ElementIntervalConstraint,
-        IntervalConstraint,
-        NormBallConstraint,
-        PotentialConstraint,
-        box_of,
-    )
-
-    assert box_of(IntervalConstraint("s", 0.5, None), (), (0.0, np.inf)) == (0.5, np.inf)
-    lo, hi = box_of(ElementIntervalConstraint("b", (0.0, -1.0), (1.0, 2.0)), (2,), (-np.inf, np.inf))
-    np.testing.assert_array_equal(lo, [0.0, -1.0])
-    np.testing.assert_array_equal(hi, [1.0, 2.0])
-    assert box_of(NormBallConstraint("w", 1.0), (3,), (-np.inf, np.inf)) is None
-    assert box_of(PotentialConstraint.__new__(PotentialConstraint), (), (-np.inf, np.inf)) is None
