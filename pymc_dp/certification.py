@@ -31,7 +31,7 @@ from pymc_dp.exceptions import (
     PrivacyError,
     UnsupportedFactorError,
 )
-from pymc_dp.factors import Factor, find_factors, private_ancestors
+from pymc_dp.factors import Factor, check_graph, find_factors, observed_private
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import FactorRegion, RegionContext, prior_draws, prior_mass
@@ -252,7 +252,7 @@ class _Certifier:
         self.unit = as_unit(unit)
         self.domains, self.public = check_containers(model, data, public)
         self._private_vars = {v: v.name for v in model.data_vars if v.name in self.domains}
-        self._check_free_rvs(model)
+        check_graph(model, self._private_vars)
 
         factors = find_factors(model, self._private_vars, self.domains)
         self.factors = [f for f in factors if f.is_private]
@@ -356,61 +356,6 @@ class _Certifier:
             caveats=self.certificate.caveats + ((MCMC_CAVEAT,) if sampler == "mcmc" else ()),
         )
         self.regions = regions
-
-    def _observed_private(self, model) -> dict:
-        """Observed RVs whose observed value reads private data, with the containers it reads.
-
-        Wherever such an RV appears inside another variable, PyMC evaluates it as its observed
-        value -- the private data -- but its graph does not show that dependence (with an
-        explicit ``shape=``, not even through its size), so ancestor checks must look for it.
-        """
-        out = {}
-        for rv in model.observed_RVs:
-            found = private_ancestors(model.rvs_to_values[rv], self._private_vars)
-            if found:
-                out[rv] = found
-        return out
-
-    def _check_free_rvs(self, model):
-        private = self._private_vars
-        observed = self._observed_private(model)
-
-        def through_observed(var, what):
-            names = sorted(o.name for o in ancestors([var]) if o in observed and o is not var)
-            if names:
-                data = sorted({c for o in ancestors([var]) if o in observed and o is not var for c in observed[o]})
-                raise UnsupportedFactorError(
-                    f"{what} reads the observed RV(s) {names}, which PyMC evaluates as their "
-                    f"observed values: the private data {data}. pymc_dp cannot see or bound that "
-                    "dependence; use the pm.Data container itself where a supported form allows "
-                    "it (e.g. theta[yd], not theta[y]), or remove the dependence."
-                )
-
-        for rv in model.free_RVs:
-            found = private_ancestors(rv, private)
-            if found:
-                raise UnsupportedFactorError(
-                    f"free RV {rv.name!r} has a prior that reads the private data {found}: every record "
-                    "then moves the prior itself (a Gaussian-process latent whose covariance is computed "
-                    "from all rows of X is the common case), so no per-record constant bounds what one "
-                    "record changes, and pymc_dp cannot certify it. A prior must read only parameters and "
-                    "public data: compute the GP on public inputs (or a public grid), or model the private "
-                    "covariates through a likelihood factor."
-                )
-            through_observed(rv, f"free RV {rv.name!r}")
-        for pot in model.potentials:
-            found = private_ancestors(pot, private)
-            if found:
-                raise UnsupportedFactorError(
-                    f"Potential {pot.name!r} reads private data {found}; pymc_dp cannot bound an "
-                    "arbitrary potential. Write that term as an observed distribution."
-                )
-            through_observed(pot, f"Potential {pot.name!r}")
-        for rv in model.observed_RVs:
-            op = rv.owner.op
-            params = op.dist_params(rv.owner) if hasattr(op, "dist_params") else rv.owner.inputs[2:]
-            for param in params:
-                through_observed(param, f"factor {rv.name!r}")
 
     def _check_record_lengths(self):
         if self.unit == "attribute":
@@ -538,7 +483,7 @@ class _Certifier:
     def _releasable(self, model) -> list[str]:
         names = [rv.name for rv in model.free_RVs]
         # an observed RV inside a Deterministic is evaluated as its observed value (the data)
-        private = set(self._private_vars) | set(self._observed_private(model))
+        private = set(self._private_vars) | set(observed_private(model, self._private_vars))
         for det in model.deterministics:
             if not (set(ancestors([det])) & private):
                 names.append(det.name)
