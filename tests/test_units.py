@@ -111,3 +111,26 @@ def test_a_unit_equals_its_name_and_keeps_the_ledger_fingerprint():
     assert str(pymc_dp.Attribute()) == "attribute" and pymc_dp.Attribute() == pymc_dp.Attribute()
     with pytest.raises(pymc_dp.PrivacyError, match="'row'"):
         as_unit("row")
+
+
+def test_the_audit_neighbours_are_registered_per_unit():
+    """Each unit says which neighbours an audit tries: a record changes every container in one row,
+    an attribute one container in one row, a user a group of rows; an unregistered unit is refused."""
+    from pymc_dp.audits.neighbours import unit_changes
+    from pymc_dp.audits.result import AuditError
+    from pymc_dp.units import Unit
+
+    pmod = pymc_dp.make_private(coin(6), epsilon=1.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None)
+    from pymc_dp.audits.neighbours import _DataSpace
+
+    for unit, kind, max_rows in [("record", "record", 1), ("attribute", "attribute", 1), (Users(max_rows=2), "user", 2)]:
+        space = _DataSpace(pmod.model, pmod.domains, unit, ["x"], include_data=True, levels=3, max_bases=4,
+                           groups=2, n_random=0, rng=np.random.default_rng(0))
+        changes = list(unit_changes(pymc_dp.units.as_unit(unit), space, {"x": np.zeros(6, dtype=int)}))
+        assert changes and all(c["unit"] == kind and len(c["rows"]) <= max_rows for c, _ in changes)
+
+    class Household(Unit):
+        kind = "household"
+
+    with pytest.raises(AuditError, match="household"):
+        list(unit_changes(Household(), None, {}))

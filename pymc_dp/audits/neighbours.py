@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import singledispatch
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from pymc_dp.audits.result import AuditError
 from pymc_dp.domains import Ball, Box, Integers, Interval
-from pymc_dp.units import Users, describe_unit
+from pymc_dp.units import Attribute, Record, Users, as_unit, describe_unit
 
 
 # =========================================================================== the data space
@@ -249,39 +250,9 @@ class _DataSpace:
         return list(keyed.values())
 
     def changes(self, data: dict):
-        """Yield ``(change, new_values)``: ``new_values`` maps container -> (rows, values)."""
-        unit = self.unit
-        if isinstance(unit, Users):
-            for g in self.user_groups(data):
-                for r in self.record_cands:
-                    if all(np.array_equal(data[c][i], r[c]) for c in self.names for i in g):
-                        continue
-                    yield (
-                        {"unit": "user", "rows": g.tolist(), "containers": list(self.names),
-                         "from": {c: data[c][g].tolist() for c in self.names}, "to": {c: np.asarray(r[c]).tolist() for c in self.names}},
-                        {c: (g, r[c]) for c in self.names},
-                    )
-        elif unit == "record":
-            for i in self._representative_rows(data, self.names):
-                for r in self.record_cands:
-                    if all(np.array_equal(data[c][i], r[c]) for c in self.names):
-                        continue
-                    yield (
-                        {"unit": "record", "rows": [i], "containers": list(self.names),
-                         "from": {c: data[c][i].tolist() for c in self.names}, "to": {c: np.asarray(r[c]).tolist() for c in self.names}},
-                        {c: (np.array([i]), r[c]) for c in self.names},
-                    )
-        else:
-            for c in self.names:
-                for i in self._representative_rows(data, [c]):
-                    for v in self.container_cands[c]:
-                        if np.array_equal(data[c][i], v):
-                            continue
-                        yield (
-                            {"unit": "attribute", "rows": [i], "containers": [c],
-                             "from": {c: data[c][i].tolist()}, "to": {c: np.asarray(v).tolist()}},
-                            {c: (np.array([i]), v)},
-                        )
+        """Yield ``(change, new_values)``: ``new_values`` maps container -> (rows, values); what
+        one unit may change is the unit's (:func:`unit_changes`, registered per unit)."""
+        yield from unit_changes(as_unit(self.unit), self, data)
 
     def apply(self, data: dict, new: dict) -> dict:
         out = dict(data)
@@ -351,3 +322,54 @@ def _heuristic_pair(space: _DataSpace):
             best = (dist, ch, nw)
     _, change, new = best
     return ("constant", x, change, space.apply(x, new))
+
+
+# --------------------------------------------------------------------------- per unit
+@singledispatch
+def unit_changes(unit, space: _DataSpace, data: dict):
+    """The neighbours of ``data`` an audit tries under ``unit``: ``(change, new_values)`` pairs.
+    A unit with no registration has no audit (refused, never guessed)."""
+    raise AuditError(f"no neighbour changes are registered for the unit {str(unit)!r} ({type(unit).__name__}); register them with pymc_dp.audits.neighbours.unit_changes.register")
+
+
+@unit_changes.register
+def _(unit: Users, space, data):
+    """Every row of a group of rows (a user's, or a run of similar rows) set to one record."""
+    for g in space.user_groups(data):
+        for r in space.record_cands:
+            if all(np.array_equal(data[c][i], r[c]) for c in space.names for i in g):
+                continue
+            yield (
+                {"unit": "user", "rows": g.tolist(), "containers": list(space.names),
+                 "from": {c: data[c][g].tolist() for c in space.names}, "to": {c: np.asarray(r[c]).tolist() for c in space.names}},
+                {c: (g, r[c]) for c in space.names},
+            )
+
+
+@unit_changes.register
+def _(unit: Record, space, data):
+    """One representative row of every private container replaced by a candidate record."""
+    for i in space._representative_rows(data, space.names):
+        for r in space.record_cands:
+            if all(np.array_equal(data[c][i], r[c]) for c in space.names):
+                continue
+            yield (
+                {"unit": "record", "rows": [i], "containers": list(space.names),
+                 "from": {c: data[c][i].tolist() for c in space.names}, "to": {c: np.asarray(r[c]).tolist() for c in space.names}},
+                {c: (np.array([i]), r[c]) for c in space.names},
+            )
+
+
+@unit_changes.register
+def _(unit: Attribute, space, data):
+    """One container's value in one representative row replaced by a candidate value."""
+    for c in space.names:
+        for i in space._representative_rows(data, [c]):
+            for v in space.container_cands[c]:
+                if np.array_equal(data[c][i], v):
+                    continue
+                yield (
+                    {"unit": "attribute", "rows": [i], "containers": [c],
+                     "from": {c: data[c][i].tolist()}, "to": {c: np.asarray(v).tolist()}},
+                    {c: (np.array([i]), v)},
+                )
