@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -574,41 +573,7 @@ def plot_truncation(private_model, var_names=None, *, bins: int = 60, ax=None):
 
 
 # --------------------------------------------------------------------------- privacy-utility
-@dataclass(frozen=True)
-class PrivacyUtilityResult:
-    """The numbers behind :func:`plot_privacy_utility`.
-
-    Attributes
-    ----------
-    epsilons : numpy.ndarray
-        The requested epsilons, in the order given.
-    certified : numpy.ndarray
-        Each private model's certified epsilon (what each of its releases spends).
-    deltas : numpy.ndarray
-        Each private model's delta.
-    utilities : numpy.ndarray
-        ``utility(idata)`` of each release, shape ``(len(epsilons), repeats)``.
-    total_epsilon, total_delta : float
-        What the sweep spent on the data: ``repeats * sum(certified)`` and
-        ``repeats * sum(deltas)`` (releases compose at least basically: the sweep as a whole
-        is ``(total_epsilon, total_delta)``-DP).
-    releases : int
-        Number of releases made.
-    """
-
-    epsilons: np.ndarray
-    certified: np.ndarray
-    deltas: np.ndarray
-    utilities: np.ndarray
-    total_epsilon: float
-    total_delta: float
-    releases: int
-    mean: np.ndarray = field(init=False)
-    std: np.ndarray = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "mean", self.utilities.mean(axis=1))
-        object.__setattr__(self, "std", self.utilities.std(axis=1, ddof=1) if self.utilities.shape[1] > 1 else np.zeros(len(self.utilities)))
+from pymc_dp.sweep import PrivacyUtilityResult  # noqa: E402  (re-exported: its home is pymc_dp.sweep)
 
 
 def plot_privacy_utility(
@@ -675,78 +640,14 @@ def plot_privacy_utility(
         of one standard deviation when ``repeats > 1``) and one point per release; the title
         gives the total spent.
     """
-    import pymc as pm
+    from pymc_dp.sweep import privacy_utility_sweep
 
-    from pymc_dp.core import PrivateModel, make_private
-
-    eps = np.asarray([float(e) for e in epsilons], dtype=float)
-    if eps.size == 0 or not np.all(np.isfinite(eps)) or np.any(eps <= 0):
-        raise ValueError(f"epsilons={epsilons!r} must be a non-empty sequence of finite numbers > 0.")
-    if isinstance(repeats, bool) or int(repeats) != repeats or repeats < 1:
-        raise ValueError(f"repeats={repeats!r} must be an integer >= 1.")
-    repeats = int(repeats)
-    private_kwargs = dict(private_kwargs or {})
-    sample_kwargs = dict(sample_kwargs or {})
-    if "random_seed" in sample_kwargs:
-        raise TypeError("pass random_seed= to plot_privacy_utility, not in sample_kwargs: each release needs its own seed.")
-    if "epsilon" in private_kwargs:
-        raise TypeError("private_kwargs must not contain epsilon: it is swept.")
-
-    if isinstance(build_private, pm.Model):
-        model = build_private
-
-        def build(e):
-            return make_private(model, epsilon=e, **private_kwargs)
-
-    elif callable(build_private):
-
-        def build(e):
-            return build_private(e, **private_kwargs)
-
-    else:
-        raise TypeError(f"build_private must be a callable epsilon -> PrivateModel or a pm.Model, got {type(build_private).__name__}.")
-
-    # every private model first (certifying spends nothing), so the planned total is known and
-    # stated before the first release
-    pmods = []
-    for e in eps:
-        pmod = build(float(e))
-        if not isinstance(pmod, PrivateModel):
-            raise TypeError(f"build_private({e!r}) returned {type(pmod).__name__}, not a PrivateModel.")
-        pmods.append(pmod)
-    certified = np.array([p.certificate.epsilon for p in pmods])
-    deltas = np.array([p.certificate.delta for p in pmods])
-    total_eps = float(repeats * math.fsum(certified))
-    total_delta = float(repeats * math.fsum(deltas))
-    warnings.warn(
-        f"plot_privacy_utility makes {len(pmods) * repeats} releases on the private model's data and "
-        f"spends epsilon = {total_eps:.6g}, delta = {total_delta:.3g} in total (the sum over the sweep). "
-        "Run it on public or synthetic data, and never let the utility read the private data.",
-        UserWarning,
-        stacklevel=2,
+    result = privacy_utility_sweep(
+        build_private, epsilons, utility, repeats=repeats, private_kwargs=private_kwargs,
+        sample_kwargs=sample_kwargs, random_seed=random_seed,
     )
-    seeds = (
-        [None] * (len(pmods) * repeats)
-        if random_seed is None
-        else [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(random_seed).spawn(len(pmods) * repeats)]
-    )
-    utilities = np.empty((len(pmods), repeats))
-    for i, pmod in enumerate(pmods):
-        for r in range(repeats):
-            idata = pmod.sample(random_seed=seeds[i * repeats + r], **sample_kwargs)
-            u = float(utility(idata))
-            if not math.isfinite(u):
-                raise ValueError(f"utility returned {u!r} at epsilon={eps[i]!r}: it must be a finite number.")
-            utilities[i, r] = u
-    result = PrivacyUtilityResult(
-        epsilons=eps,
-        certified=certified,
-        deltas=deltas,
-        utilities=utilities,
-        total_epsilon=total_eps,
-        total_delta=total_delta,
-        releases=len(pmods) * repeats,
-    )
+    eps, utilities, repeats = result.epsilons, result.utilities, result.utilities.shape[1]
+    total_eps, total_delta = result.total_epsilon, result.total_delta
     ax = _get_ax(ax)
     order = np.argsort(eps)
     ax.scatter(np.repeat(eps, repeats), utilities.reshape(-1), s=12, alpha=0.5, color="C0", label="one release")
