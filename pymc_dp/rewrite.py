@@ -39,7 +39,7 @@ from pymc.pytensorf import toposort_replace
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.truncate import ElementIntervalConstraint, IntervalConstraint, NormBallConstraint, PotentialConstraint
+from pymc_dp.constraints import NormBallConstraint, PotentialConstraint, box_of
 
 __all__ = ["rewrite_model", "rebuild_model", "AUX_SUFFIXES"]
 
@@ -122,18 +122,14 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
     balls: dict[str, NormBallConstraint] = {}
     potentials: list[PotentialConstraint] = []
     for c in constraints:
-        if isinstance(c, (IntervalConstraint, ElementIntervalConstraint)):
-            shape = ctx.shapes[c.var]
-            support = ctx.support(c.var)
-            if math.isnan(support[0]):  # an ordered vector: its elements are real
-                support = (-math.inf, math.inf)
+        shape = ctx.shapes.get(getattr(c, "var", None), ())
+        support = ctx.support(c.var) if hasattr(c, "var") else (-math.inf, math.inf)
+        if math.isnan(support[0]):  # an ordered vector: its elements are real
+            support = (-math.inf, math.inf)
+        box = box_of(c, shape, support)  # registered per constraint kind (pymc_dp/constraints.py)
+        if box is not None:
             lo0, hi0 = intervals.get(c.var, (np.full(shape, support[0]), np.full(shape, support[1])))
-            if isinstance(c, IntervalConstraint):
-                lo_c = -math.inf if c.lower is None else c.lower
-                hi_c = math.inf if c.upper is None else c.upper
-            else:
-                lo_c, hi_c = np.reshape(c.lower, shape), np.reshape(c.upper, shape)
-            intervals[c.var] = (np.maximum(lo0, lo_c), np.minimum(hi0, hi_c))
+            intervals[c.var] = (np.maximum(lo0, box[0]), np.minimum(hi0, box[1]))
         elif isinstance(c, NormBallConstraint):
             prev = balls.get(c.var)
             if prev is not None and prev.weights != c.weights:
