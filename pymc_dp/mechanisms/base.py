@@ -1,9 +1,13 @@
 """The protocol every mechanism of :mod:`pymc_dp.mechanisms` implements.
 
 A mechanism is built from a model, a budget and the private data's domains (as
-:func:`pymc_dp.make_private`), charges the budget ledger in :meth:`Mechanism.sample` *before*
-it reads the private data, and releases an ``az.InferenceData`` whose ``attrs["pymc_dp"]`` JSON
-holds public facts only (:func:`pymc_dp.report` renders it).
+:func:`pymc_dp.make_private`) and is "a certification and a draw function": its
+:meth:`Mechanism.sample` hands the draw function to the one release driver
+(:func:`pymc_dp.release.release`), which charges the budget ledger *before* the private data
+are read and publishes an ``az.InferenceData`` whose release record (``attrs["pymc_dp"]``,
+:mod:`pymc_dp.record`) holds public facts only (:func:`pymc_dp.report` renders it). A mechanism
+that releases noisy statistics once charges them through :func:`charge` and publishes its
+post-processing draws with :func:`pymc_dp.release.publish`.
 
 For :func:`pymc_dp.audit` (statistical method) a mechanism also exposes, **for audits only**
 (nothing is charged, and the outputs are not a release):
