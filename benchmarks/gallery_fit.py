@@ -14,7 +14,6 @@ Run: ``PYTHONPATH=. python benchmarks/gallery_fit.py [model ...]`` (about an hou
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import sys
@@ -25,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 import pymc as pm  # noqa: E402
-from gallery_report import flat_params, sds_apart  # noqa: E402
+from gallery_report import flat_params, run_cases, sds_apart  # noqa: E402
 
 import pymc_dp  # noqa: E402
 from examples.gallery.try_all import cases  # noqa: E402
@@ -108,17 +107,8 @@ def main(argv):
         write(rows)
         print(markdown(rows))
         return
-    logging.getLogger("pymc").setLevel(logging.ERROR)
     chosen = set(argv)
-    rows = []
-    for label, mod, builder, n in cases():
-        if chosen and label not in chosen and label.split(".")[0] not in chosen:
-            continue
-        t = time.perf_counter()
-        row = run_case(label, mod, builder, n)
-        row["seconds"] = round(time.perf_counter() - t, 1)
-        rows.append(row)
-        print(json.dumps(row, default=str), flush=True)
+    rows = run_cases(run_case, chosen)
     print(markdown(rows))
     if not chosen:
         write(rows)

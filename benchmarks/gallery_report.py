@@ -153,9 +153,10 @@ def markdown(rows) -> str:
     return "\n".join(lines)
 
 
-def main(argv):
+def run_cases(run_case, chosen) -> list[dict]:
+    """``run_case(label, module, builder, n)`` for every gallery case (those ``chosen`` when it
+    is not empty: labels or their first part), each row timed and printed as JSON when done."""
     logging.getLogger("pymc").setLevel(logging.ERROR)
-    chosen = set(argv)
     rows = []
     for label, mod, builder, n in cases():
         if chosen and label not in chosen and label.split(".")[0] not in chosen:
@@ -165,6 +166,12 @@ def main(argv):
         row["seconds"] = round(time.perf_counter() - t, 1)
         rows.append(row)
         print(json.dumps(row, default=str), flush=True)
+    return rows
+
+
+def main(argv):
+    chosen = set(argv)
+    rows = run_cases(run_case, chosen)
     write(rows, final=not chosen)
 
 

@@ -111,11 +111,6 @@ class Certification:
     conjugate_plan: Any = None
     plan_refusal: Exception | None = None
 
-    @property
-    def private_vars(self) -> dict:
-        """The user model's private ``pm.Data`` containers (variable -> name)."""
-        return {v: v.name for v in self.user_model.data_vars if v.name in self.domains}
-
 
 def _versions() -> dict[str, str]:
     """The versions a certificate is computed with (public)."""
@@ -154,6 +149,15 @@ def check_budget(epsilon, delta, draws, unit, bounds) -> None:
     check_unit(unit)
 
 
+def check_arguments(model, epsilon, delta, draws, unit, bounds, split) -> None:
+    """Refuse arguments that are not a model, a budget and a split (cheap: before anything runs)."""
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"expected a pm.Model, got {type(model).__name__}")
+    check_budget(epsilon, delta, draws, unit, bounds)
+    if split not in SPLITS:
+        raise PrivacyError(f"split={split!r} is not a budget split; use one of {list(SPLITS)}.")
+
+
 def certify(
     model: pm.Model,
     *,
@@ -180,11 +184,7 @@ def certify(
     DomainError, UnsupportedFactorError, BudgetExceededError, PrivacyError
         As :func:`pymc_dp.make_private`, with the variable named and what to do.
     """
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"expected a pm.Model, got {type(model).__name__}")
-    check_budget(epsilon, delta, draws, unit, bounds)
-    if split not in SPLITS:
-        raise PrivacyError(f"split={split!r} is not a budget split; use one of {list(SPLITS)}.")
+    check_arguments(model, epsilon, delta, draws, unit, bounds, split)
     c = _Certifier(model, epsilon=epsilon, draws=draws, data=data, delta=delta, unit=unit, bounds=bounds,
                    public=public, split=split)
     return Certification(

@@ -24,6 +24,7 @@ from pymc_dp.certification import (  # noqa: F401  (PRIOR_*, SPLITS, check_budge
     Certification,
     _versions,
     certify,
+    check_arguments,
     check_budget,
     check_containers,
 )
@@ -103,11 +104,7 @@ class PrivateModel:
         split: str = "optimised",
         ledger: Ledger | None | str = "default",
     ):
-        if not isinstance(model, pm.Model):
-            raise TypeError(f"expected a pm.Model, got {type(model).__name__}")
-        check_budget(epsilon, delta, draws, unit, bounds)
-        if split not in SPLITS:
-            raise PrivacyError(f"split={split!r} is not a budget split; use one of {list(SPLITS)}.")
+        check_arguments(model, epsilon, delta, draws, unit, bounds, split)  # before the ledger, as always
         self._ledger_arg = _check_ledger(ledger)
         #: the InferenceData of the last release (None before the first), for the report
         self.last_release: az.InferenceData | None = None

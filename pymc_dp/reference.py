@@ -112,12 +112,13 @@ def _inside_logprob_graph(factor, domain: Domain):
     elif isinstance(domain, Interval):
         lo, hi = np.asarray(domain.lo, float), np.asarray(domain.hi, float)
     else:
-        raise ReferenceUnavailable(f"{factor.name!r}: the domain {domain} is not an interval of values")
+        raise ReferenceUnavailable(f"the domain {domain} is not an interval of values")
+    dtype = rv.dtype if rv.dtype.startswith("float") else "float64"
     try:
-        log_hi = pm.logcdf(rv, pt.as_tensor(hi).astype(rv.dtype if rv.dtype.startswith("float") else "float64"))
-        log_lo = pm.logcdf(rv, pt.as_tensor(lo).astype(rv.dtype if rv.dtype.startswith("float") else "float64"))
+        log_hi = pm.logcdf(rv, pt.as_tensor(hi).astype(dtype))
+        log_lo = pm.logcdf(rv, pt.as_tensor(lo).astype(dtype))
     except Exception as err:
-        raise ReferenceUnavailable(f"{factor.name!r} ({factor.family}) has no CDF in PyMC") from err
+        raise ReferenceUnavailable(f"{factor.family} has no CDF in PyMC") from err
     per_value = pt.switch(pt.isinf(pt.as_tensor(lo)) & pt.lt(pt.as_tensor(lo), 0), log_hi, _log_diff_pt(log_hi, log_lo))
     return pt.sum(per_value)
 
@@ -259,7 +260,7 @@ def admissible_prior(
             batched = {free[n]: pt.tensor(dtype=free[n].dtype, shape=(None,) + tuple(theta[n].shape[1:])) for n in names}
             fn = pytensor.function(list(batched.values()), vectorize_graph(expr, replace=batched), on_unused_input="ignore")
         except ReferenceUnavailable as why:
-            skipped[f.name] = str(why).split(": ", 1)[-1] if str(why).startswith(repr(f.name)) else str(why)
+            skipped[f.name] = str(why)
             continue
         chunk = max(1, _CHUNK_VALUES // _size(f))
         out = np.empty(int(candidates))

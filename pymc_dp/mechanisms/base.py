@@ -55,8 +55,6 @@ def charge(mech, **description: Any):
     from pymc_dp.release import reservation
     from pymc_dp.units import describe_unit
 
-    if mech.ledger is None:
-        return reservation(mech, mech.epsilon, mech.delta, {})
     note = {"mechanism": mech.name, **description, "unit": describe_unit(mech.unit), "pymc_dp": _versions()["pymc_dp"]}
     return reservation(mech, mech.epsilon, mech.delta, note)
 
