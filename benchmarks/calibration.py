@@ -148,6 +148,7 @@ def run(datasets: int, seed: int = 0, models=tuple(MODELS), epsilons=EPSILONS, c
             done = ((resume or {}).get(model_name, {}).get(str(eps)) or {}).get("per_dataset")
             hits = {k: list(v) for k, v in done["hits"].items()} if done else {"noise_aware": [], "naive": []}
             widths = {k: list(v) for k, v in done["widths"].items()} if done else {"noise_aware": [], "naive": []}
+            divergent = list(done.get("divergent", [])) if done else []
             if done:
                 print(f"{model_name} eps={eps:g}: resuming after {len(hits['noise_aware'])} datasets", flush=True)
             for d in range(len(hits["noise_aware"]), datasets):
@@ -156,7 +157,9 @@ def run(datasets: int, seed: int = 0, models=tuple(MODELS), epsilons=EPSILONS, c
                 mech = pymc_dp.noisy_statistics(model, epsilon=eps, data=domains, ledger=None)
                 if model_name == "linear_regression":
                     draw_seed = int(rng.integers(2**31))
-                    post = mech.sample(random_seed=draw_seed, **MCMC).posterior
+                    idata = mech.sample(random_seed=draw_seed, **MCMC)
+                    post = idata.posterior
+                    divergent.append(int(idata.sample_stats.diverging.sum()))
                     aware = {k: post[k].values.reshape(MCMC["draws"], *np.shape(v)) for k, v in truth.items()}
                     plain = naive_linear_draws(mech, draw_seed)
                 else:
@@ -167,15 +170,15 @@ def run(datasets: int, seed: int = 0, models=tuple(MODELS), epsilons=EPSILONS, c
                     hits[label].append(np.concatenate([covered(dr[k], truth[k]).reshape(-1) for k in truth]))
                     widths[label].append(np.concatenate([np.ptp(np.quantile(dr[k], [0.05, 0.95], axis=0), axis=0).reshape(-1) for k in truth]))
                 if checkpoint is not None and (d + 1) % 5 == 0 and d + 1 < datasets:
-                    checkpoint({**results, model_name: {**results.get(model_name, {}), str(eps): _row(hits, widths, t0)}})
-            row = _row(hits, widths, t0)
+                    checkpoint({**results, model_name: {**results.get(model_name, {}), str(eps): _row(hits, widths, t0, divergent)}})
+            row = _row(hits, widths, t0, divergent)
             results.setdefault(model_name, {})[str(eps)] = row
             print(f"{model_name} eps={eps:g}: noise-aware {row['noise_aware']['coverage']:.3f}, "
                   f"naive {row['naive']['coverage']:.3f} ({row['seconds']:.0f} s)", flush=True)
     return results
 
 
-def _row(hits, widths, t0) -> dict:
+def _row(hits, widths, t0, divergent) -> dict:
     """The coverage summary of the datasets so far."""
     row = {}
     for label in hits:
@@ -190,9 +193,12 @@ def _row(hits, widths, t0) -> dict:
     row["parameters"] = int(np.asarray(hits["noise_aware"]).shape[1])
     row["datasets"] = len(hits["noise_aware"])
     row["seconds"] = time.perf_counter() - t0
+    if divergent:  # NUTS datasets: how many of them had a divergent transition
+        row["datasets_with_divergences"] = int(np.count_nonzero(divergent))
     # the outcome of every dataset, so that a stopped run can be resumed (--resume)
     row["per_dataset"] = {"hits": {k: np.asarray(v, int).tolist() for k, v in hits.items()},
-                          "widths": {k: np.asarray(v, float).tolist() for k, v in widths.items()}}
+                          "widths": {k: np.asarray(v, float).tolist() for k, v in widths.items()},
+                          "divergent": [int(v) for v in divergent]}
     return row
 
 

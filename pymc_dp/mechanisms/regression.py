@@ -18,9 +18,10 @@ is computed by ``pm.sample`` with the noise in the model (Bernstein & Sheldon, N
   ``Zᵀy = ZᵀZ w + sigma L_Z u`` and ``yᵀy = wᵀZᵀZ w + 2 sigma wᵀ L_Z u + sigma² (uᵀu + q)``,
   with ``L_Z`` the Cholesky factor of ``ZᵀZ``, ``u ~ N(0, I_D)`` and ``q ~ chi²(n - D)``
   independent (``uᵀu`` is ``eᵀPe / sigma²`` for the projection ``P`` on the columns of ``Z``, and
-  ``q`` is ``eᵀ(I - P)e / sigma²``). The model holds ``RSS = sigma² q`` itself, a
-  ``Gamma((n - D)/2, rate 1/(2 sigma²))``: the noisy ``yᵀy`` pins it down, and ``sigma`` is then
-  read from it without the ridge that ``sigma² q`` would make.
+  ``q`` is ``eᵀ(I - P)e / sigma²``). The model holds ``q`` as its own free RV, independent of
+  ``sigma`` a priori, and ``RSS = sigma² q``. Holding ``RSS ~ Gamma((n - D)/2, rate 1/(2 sigma²))``
+  instead (the same law) makes a funnel as ``sigma -> 0``: at ``epsilon = 1`` NUTS then diverged
+  or under-sampled small ``sigma``, against a sequential Monte Carlo reference that this form matches.
 
 Privacy map: each released statistic ``sum_i t_j(z_i, y_i)`` changes by at most ``span_j``, the
 range of ``t_j`` over one record's domain (:func:`_spans`, checked by enumeration in the tests),
@@ -381,8 +382,10 @@ class NoisyRegression(NoisyStatistics):
                 L = pt.linalg.cholesky(n * (pt.outer(mean, mean) + chol @ chol.T))
             S = L @ L.T
             u = pm.Normal(f"{prefix}u", 0.0, 1.0, shape=D)
-            # the residual sum of squares sigma^2 chi2(n - D), centred: the noisy y'y pins it down
-            rss = pm.Gamma(f"{prefix}rss", alpha=(n - D) / 2.0, beta=1.0 / (2.0 * sigma**2))
+            # the residual sum of squares sigma^2 q, q ~ chi2(n - D) independent of sigma: written as
+            # RSS ~ Gamma(rate 1 / (2 sigma^2)) it makes a funnel in (log sigma, log RSS) as sigma -> 0,
+            # which NUTS under-explores (divergences, a biased sigma; benchmarks/results/calibration.md)
+            rss = sigma**2 * pm.ChiSquared(f"{prefix}q", nu=n - D)
             Lu = L @ u
             Szy = S @ w + sigma * Lu
             Syy = w @ S @ w + 2.0 * sigma * (w @ Lu) + sigma**2 * (u @ u) + rss
@@ -403,6 +406,6 @@ class NoisyRegression(NoisyStatistics):
         self.laws = {reg.factor: (
             "latent design statistics Z'Z = n [[1, m'], [m, L L' + m m']] (m ~ Uniform on the coordinate ranges, "
             "L ~ LKJ(1) correlations with half-normal scales of half the ranges); given Z'Z, exactly: Z'y = Z'Z w + "
-            "sigma L_Z u, y'y = w'Z'Z w + 2 sigma w'L_Z u + sigma^2 u'u + RSS, u ~ N(0, I), RSS ~ sigma^2 chi2(n - D) "
+            "sigma L_Z u, y'y = w'Z'Z w + 2 sigma w'L_Z u + sigma^2 (u'u + q), u ~ N(0, I), q ~ chi2(n - D) "
             "independent (Cochran)")}
         return new

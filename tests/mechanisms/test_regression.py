@@ -144,9 +144,9 @@ def test_noise_aware_graph_maps_latents_to_the_statistics_exactly():
     mech.released = {s.name: 0.0 for _, s in mech.statistics}  # as if released: the graph does not read them
     noisy = mech.noise_aware_model()
     n, m, L = 40, np.array([0.1, 0.2]), np.array([[0.5, 0.0], [-0.2, 0.4]])
-    w, sigma, u, rss = np.array([0.3, 0.5, -0.7]), 0.6, np.array([0.4, -1.1, 0.8]), 25.0
+    w, sigma, u, q = np.array([0.3, 0.5, -0.7]), 0.6, np.array([0.4, -1.1, 0.8]), 25.0
     fixed = {"alpha": w[0], "beta": w[1:], "sigma": sigma, "_nss_y_x_mean": m,
-             "_nss_y_x_cov": L[np.tril_indices(2)], "_nss_y_u": u, "_nss_y_rss": rss}
+             "_nss_y_x_cov": L[np.tril_indices(2)], "_nss_y_u": u, "_nss_y_q": q}
     do = pm.do(noisy, fixed)
     got = do["_nss_y_noisy"].owner.op.dist_params(do["_nss_y_noisy"].owner)[0].eval()
     S = n * np.block([[np.ones((1, 1)), m[None, :]], [m[:, None], L @ L.T + np.outer(m, m)]])
@@ -156,7 +156,7 @@ def test_noise_aware_graph_maps_latents_to_the_statistics_exactly():
     # offset is alpha + 0.25 beta_2
     w = w + np.array([0.25 * w[2], 0.0, 0.0])
     szy = S @ w + sigma * Lz @ u
-    syy = w @ S @ w + 2 * sigma * w @ Lz @ u + sigma**2 * u @ u + rss
+    syy = w @ S @ w + 2 * sigma * w @ Lz @ u + sigma**2 * (u @ u + q)
     want = [S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2], szy[1], szy[2], szy[0], syy]
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
