@@ -25,14 +25,13 @@ from scipy import integrate, special, stats
 import pymc_dp
 from pymc_dp.exact import (
     ConjugatePlan,
-    _Beta,
-    _Gamma,
     TruncatedDirichlet,
     conjugate_plan,
     truncated_beta,
     truncated_gamma,
     truncated_normal,
 )
+from pymc_dp.exact.samplers import BetaFamily, GammaFamily
 from pymc_dp.exceptions import NotConjugateError, PrivacyError
 
 ALPHA = 1e-3
@@ -379,9 +378,9 @@ def test_truncated_normal_tails(lo, hi, window):
 @pytest.mark.parametrize(
     "family, side, near, far, logpdf",
     [
-        (_Gamma(np.full(DRAWS, 50.0)), "below", 45.0, 1.0, gamma_logpdf(50.0, 1.0)),
-        (_Beta(np.full(DRAWS, 20.0), np.full(DRAWS, 10.0)), "below", 0.55, 0.05, beta_logpdf(20.0, 10.0)),
-        (_Beta(np.full(DRAWS, 20.0), np.full(DRAWS, 10.0)), "above", 0.75, 0.999, beta_logpdf(20.0, 10.0)),
+        (GammaFamily(np.full(DRAWS, 50.0)), "below", 45.0, 1.0, gamma_logpdf(50.0, 1.0)),
+        (BetaFamily(np.full(DRAWS, 20.0), np.full(DRAWS, 10.0)), "below", 0.55, 0.05, beta_logpdf(20.0, 10.0)),
+        (BetaFamily(np.full(DRAWS, 20.0), np.full(DRAWS, 10.0)), "above", 0.75, 0.999, beta_logpdf(20.0, 10.0)),
     ],
     ids=["gamma-below", "beta-below", "beta-above"],
 )
@@ -482,7 +481,7 @@ def test_dirichlet_categorical_far_outside(counts, epsilon):
     assert np.mean(np.log(probe.max(1) / probe.min(1)) <= c.bound) < 1e-4
     for j in range(3):
         assert ks(draws["p"][:, j], dirichlet_marginal_cdf(alpha, j, c.bound)) > ALPHA
-    sampler = plan._vars[0].samplers[0]
+    sampler = plan.parts[0].samplers[0]
     assert sampler.acceptance_bound > 0.9 and sampler.accepted / sampler.proposed > 0.9
 
 

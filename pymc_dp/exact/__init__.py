@@ -37,60 +37,24 @@ Samplers (all exact; no MCMC anywhere):
 Which of two exact algorithms runs may depend on the data; the law of the output does not. No
 data-dependent switch to an approximate sampler exists.
 
-The module's jobs live in :mod:`~pymc_dp.exact.special` (special functions),
-:mod:`~pymc_dp.exact.samplers` (truncated samplers) and :mod:`~pymc_dp.exact.plan` (the conjugacy
-planner); this package re-exports them.
+The package's jobs live in one module each: :mod:`~pymc_dp.exact.special` (special functions,
+accurate in both tails), :mod:`~pymc_dp.exact.samplers` (truncated samplers),
+:mod:`~pymc_dp.exact.conjugate` (what a plan holds per free RV and factor; the conjugate update),
+:mod:`~pymc_dp.exact.plan` (:class:`ConjugatePlan`: draws, its public description, densities for
+audits) and :mod:`~pymc_dp.exact.planner` (:func:`conjugate_plan`: reads a model and refuses what
+is not conjugate); this package re-exports their public names.
 """
 
-from pymc_dp.exact.plan import (  # noqa: F401
-    _ALGORITHMS,
-    _CONJUGATE_TO,
-    _DEFAULT_TRANSFORMS,
-    _HINT,
-    _LIKELIHOODS,
-    _PRIOR_PARAM_NAMES,
-    _PRIORS,
-    _PUBLIC_SEED,
-    _SUPPORT,
-    ConjugatePlan,
-    _copy_factor,
-    _copy_variable,
-    _Factor,
-    _json_value,
-    _Planner,
-    _py_function,
-    _refuse,
-    _Variable,
-    conjugate_plan,
-)
-from pymc_dp.exact.samplers import (  # noqa: F401
+from pymc_dp.exact.plan import ConjugatePlan
+from pymc_dp.exact.planner import conjugate_plan
+from pymc_dp.exact.samplers import (
     TruncatedDirichlet,
-    _Beta,
-    _check_decay,
-    _Family,
-    _flat,
-    _Gamma,
-    _logsumexp,
-    _tangent_rejection,
-    _truncated_exponential,
-    _two_sided_inverse_cdf,
-    _uniform,
     log_dirichlet_ratio_mass,
     truncated_beta,
     truncated_gamma,
     truncated_normal,
 )
-from pymc_dp.exact.special import (  # noqa: F401
-    _LOG_HALF,
-    _LOG_TINY,
-    _MIN_LOG_G,
-    _TINY,
-    _log1mexp,
-    _log_beta_cf,
-    _log_p_series,
-    _log_prefactor,
-    _log_q_cf,
-    _stirling_tail,
+from pymc_dp.exact.special import (
     log_beta_cdf,
     log_beta_mass,
     log_beta_sf,
@@ -108,6 +72,8 @@ __all__ = [
     "truncated_normal",
     "TruncatedDirichlet",
     "log_gamma_mass",
+    "log_gamma_cdf",
+    "log_gamma_sf",
     "log_beta_cdf",
     "log_beta_sf",
     "log_beta_mass",

@@ -7,7 +7,10 @@ import math
 import numpy as np
 from scipy import special as sc
 
-from pymc_dp.exact.special import _MIN_LOG_G, _TINY, _log1mexp, _log_prefactor, log_gamma_mass
+from pymc_dp.exact.special import TINY, log1mexp, log_gamma_mass, log_prefactor
+
+#: the truncated Dirichlet works with Gamma variates down to exp(_MIN_LOG_G), well inside float64
+_MIN_LOG_G = math.log(1e-280)
 
 
 # =========================================================================== truncated samplers
@@ -40,7 +43,7 @@ def _tangent_rejection(n, rng, rate, length, log_accept):
     return r
 
 
-class _Family:
+class ScalarFamily:
     """Inverse-CDF machinery of one scalar family, parameters as flat arrays indexed by ``i``.
 
     ``cdf``/``sf`` and their inverses ``icdf``/``isf`` evaluate at parameter indices ``i``;
@@ -67,7 +70,7 @@ def _check_decay(rate):
         raise RuntimeError("tangent rejection was asked for on the wrong side of the mode")
 
 
-class _Gamma(_Family):
+class GammaFamily(ScalarFamily):
     """Gamma(a, 1). Tails: tangent rejection in ``t = ln x``, where ``h(t) = a t - e^t`` is concave."""
 
     def __init__(self, a):
@@ -109,7 +112,7 @@ class _Gamma(_Family):
         return near * np.exp(r)
 
 
-class _Beta(_Family):
+class BetaFamily(ScalarFamily):
     """Beta(a, b). Tails: tangent rejection in ``t = logit x``, where
     ``h(t) = a ln sigmoid(t) + b ln sigmoid(-t)`` is concave."""
 
@@ -155,7 +158,7 @@ class _Beta(_Family):
         return self._tail(near, far, i, rng, +1.0)
 
 
-def _two_sided_inverse_cdf(fam: _Family, lo, hi, draws: int, rng):
+def _two_sided_inverse_cdf(fam: ScalarFamily, lo, hi, draws: int, rng):
     """``draws`` exact draws from each of the P distributions ``fam`` restricted to ``[lo, hi]``.
 
     ``lo``, ``hi`` have the P entries of the parameters; the result has shape ``(draws, P)``. The
@@ -182,10 +185,10 @@ def _two_sided_inverse_cdf(fam: _Family, lo, hi, draws: int, rng):
     go_low = np.where(total[j] > 0, u_piece * total[j] < m_low[j], has_low[j])
     out = np.empty(n)
     cases = (
-        (go_low & (f_top[j] >= _TINY), "icdf"),
-        (go_low & (f_top[j] < _TINY), "below"),
-        (~go_low & (s_bot[j] >= _TINY), "isf"),
-        (~go_low & (s_bot[j] < _TINY), "above"),
+        (go_low & (f_top[j] >= TINY), "icdf"),
+        (go_low & (f_top[j] < TINY), "below"),
+        (~go_low & (s_bot[j] >= TINY), "isf"),
+        (~go_low & (s_bot[j] < TINY), "above"),
     )
     for sel, how in cases:
         if not np.any(sel):
@@ -219,7 +222,7 @@ def truncated_gamma(shape, rate, lo, hi, rng, draws: int | None = None):
     ``(N, *broadcast_shape)``.
     """
     out_shape, (a, b, lo, hi) = _flat(shape, rate, lo, hi)
-    x = _two_sided_inverse_cdf(_Gamma(a), lo * b, hi * b, 1 if draws is None else draws, rng) / b
+    x = _two_sided_inverse_cdf(GammaFamily(a), lo * b, hi * b, 1 if draws is None else draws, rng) / b
     x = np.clip(x, lo, hi)
     return x.reshape(out_shape) if draws is None else x.reshape((draws, *out_shape))
 
@@ -227,7 +230,7 @@ def truncated_gamma(shape, rate, lo, hi, rng, draws: int | None = None):
 def truncated_beta(a, b, lo, hi, rng, draws: int | None = None):
     """Exact draws of Beta(a, b) restricted to ``[lo, hi]``; see :func:`truncated_gamma`."""
     out_shape, (a, b, lo, hi) = _flat(a, b, lo, hi)
-    x = _two_sided_inverse_cdf(_Beta(a, b), lo, hi, 1 if draws is None else draws, rng)
+    x = _two_sided_inverse_cdf(BetaFamily(a, b), lo, hi, 1 if draws is None else draws, rng)
     return x.reshape(out_shape) if draws is None else x.reshape((draws, *out_shape))
 
 
@@ -249,8 +252,8 @@ def truncated_normal(mu, sigma, lo, hi, rng, draws: int | None = None):
     l_top, l_lo = sc.log_ndtr(top), sc.log_ndtr(zl)
     l_bot, l_hi = sc.log_ndtr(-bot), sc.log_ndtr(-zh)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lm_low = np.where(has_low, l_top + _log1mexp(np.minimum(l_lo - l_top, 0.0)), -np.inf)
-        lm_up = np.where(has_up, l_bot + _log1mexp(np.minimum(l_hi - l_bot, 0.0)), -np.inf)
+        lm_low = np.where(has_low, l_top + log1mexp(np.minimum(l_lo - l_top, 0.0)), -np.inf)
+        lm_up = np.where(has_up, l_bot + log1mexp(np.minimum(l_hi - l_bot, 0.0)), -np.inf)
         lm_tot = np.logaddexp(lm_low, lm_up)
         u_piece = rng.random(n)
         v = _uniform(rng, n)
@@ -378,7 +381,7 @@ class TruncatedDirichlet:
         mat = log_gamma_mass(a_s[None, :], x, self._c * x)
         s = len(a_s)
         others = np.stack([mat[:, [k for k in range(s) if k != i]].sum(axis=1) for i in range(s)], axis=1)
-        return _log_prefactor(a_s[None, :], x) + np.log(a_s)[None, :] + others
+        return log_prefactor(a_s[None, :], x) + np.log(a_s)[None, :] + others
 
     # ------------------------------------------------------------------ envelope
     def _bulk(self):

@@ -7,23 +7,31 @@ import math
 import numpy as np
 from scipy import special as sc
 
-#: below this CDF (or survival) value the inverse-CDF route is not trusted: tangent rejection
-_TINY = 1e-280
+#: below this CDF (or survival) value SciPy's value is not trusted: the log CDFs here switch to a
+#: series or continued fraction, and the samplers from the inverse CDF to tangent rejection
+TINY = 1e-280
 
 
-_LOG_TINY = math.log(_TINY)
+_LOG_TINY = math.log(TINY)
 
 
 _LOG_HALF = math.log(0.5)
 
 
-#: the truncated Dirichlet works with Gamma variates down to exp(_MIN_LOG_G), well inside float64
-_MIN_LOG_G = math.log(1e-280)
-
-
 # =========================================================================== log-space helpers
-def _log1mexp(x):
-    """``log(1 - exp(x))`` for ``x <= 0``, accurate on the whole range."""
+def log1mexp(x):
+    """``log(1 - exp(x))`` for ``x <= 0``, accurate on the whole range.
+
+    Parameters
+    ----------
+    x : array_like
+        Values ``<= 0``.
+
+    Returns
+    -------
+    ndarray
+        ``log(1 - exp(x))``: ``log(-expm1(x))`` near 0, ``log1p(-exp(x))`` below ``-ln 2``.
+    """
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(x > -math.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
@@ -36,12 +44,23 @@ def _stirling_tail(a):
     return inv * (1 / 12 - inv2 * (1 / 360 - inv2 * (1 / 1260 - inv2 * (1 / 1680 - inv2 / 1188))))
 
 
-def _log_prefactor(a, x):
+def log_prefactor(a, x):
     """``a ln x - x - ln Gamma(a + 1)``, without the cancellation of the naive form for large a.
 
     For ``a >= 10`` it is written ``-a (l - 1 - ln l) - ln(2 pi a)/2 - stirling(a)`` with
     ``l = x / a`` and ``l - 1 - ln l = -(log1p(d) - d)``, ``d = (x - a)/a``: the absolute error is
     then about ``|x - a|`` ulps instead of ``a ln a`` ulps.
+
+    Parameters
+    ----------
+    a, x : array_like
+        Shape ``a > 0`` and point ``x >= 0`` (broadcast).
+
+    Returns
+    -------
+    ndarray
+        The log of the Gamma(a + 1, 1) density times ``x`` at ``x``: the prefactor of the
+        series and continued fraction of the incomplete Gamma function.
     """
     a = np.asarray(a, dtype=float)
     x = np.asarray(x, dtype=float)
@@ -71,7 +90,7 @@ def _log_p_series(a, x):
         term[active] *= x[active] / (a[active] + n)
         total[active] += term[active]
         active = active[term[active] > total[active] * 1e-17]
-    return _log_prefactor(a, x) + np.log(total)
+    return log_prefactor(a, x) + np.log(total)
 
 
 def _log_q_cf(a, x):
@@ -96,7 +115,7 @@ def _log_q_cf(a, x):
         d[active], c[active] = dd, cc
         h[active] *= delta
         active = active[np.abs(delta - 1.0) > 1e-16]
-    return _log_prefactor(a, x) + np.log(a) + np.log(h)
+    return log_prefactor(a, x) + np.log(a) + np.log(h)
 
 
 def log_gamma_cdf(a, x):
@@ -133,8 +152,8 @@ def log_gamma_mass(a, x, y):
     lpx, lpy = log_gamma_cdf(a, x), log_gamma_cdf(a, y)
     lqx, lqy = log_gamma_sf(a, x), log_gamma_sf(a, y)
     with np.errstate(invalid="ignore", divide="ignore"):
-        lower = lpy + _log1mexp(np.minimum(lpx - lpy, 0.0))
-        upper = lqx + _log1mexp(np.minimum(lqy - lqx, 0.0))
+        lower = lpy + log1mexp(np.minimum(lpx - lpy, 0.0))
+        upper = lqx + log1mexp(np.minimum(lqy - lqx, 0.0))
         middle = np.log1p(-(np.exp(lpx) + np.exp(lqy)))
     out = np.where(lpy <= _LOG_HALF, lower, np.where(lqx <= _LOG_HALF, upper, middle))
     return np.where(y > x, out, -np.inf)
@@ -215,8 +234,8 @@ def log_beta_mass(a, b, lo, hi):
     lpx, lpy = log_beta_cdf(a, b, lo), log_beta_cdf(a, b, hi)
     lqx, lqy = log_beta_sf(a, b, lo), log_beta_sf(a, b, hi)
     with np.errstate(invalid="ignore", divide="ignore"):
-        lower = lpy + _log1mexp(np.minimum(lpx - lpy, 0.0))
-        upper = lqx + _log1mexp(np.minimum(lqy - lqx, 0.0))
+        lower = lpy + log1mexp(np.minimum(lpx - lpy, 0.0))
+        upper = lqx + log1mexp(np.minimum(lqy - lqx, 0.0))
         middle = np.log1p(-(np.exp(lpx) + np.exp(lqy)))
     out = np.where(lpy <= _LOG_HALF, lower, np.where(lqx <= _LOG_HALF, upper, middle))
     return np.where(hi > lo, out, -np.inf)
@@ -229,8 +248,8 @@ def log_normal_mass(mu, sigma, lo, hi):
     zl, zh = (lo - mu) / sigma, (hi - mu) / sigma
     with np.errstate(invalid="ignore", divide="ignore"):
         # both ends below the mean: CDF side; both above: survival side; else 1 - two tails
-        below = sc.log_ndtr(zh) + _log1mexp(np.minimum(sc.log_ndtr(zl) - sc.log_ndtr(zh), 0.0))
-        above = sc.log_ndtr(-zl) + _log1mexp(np.minimum(sc.log_ndtr(-zh) - sc.log_ndtr(-zl), 0.0))
+        below = sc.log_ndtr(zh) + log1mexp(np.minimum(sc.log_ndtr(zl) - sc.log_ndtr(zh), 0.0))
+        above = sc.log_ndtr(-zl) + log1mexp(np.minimum(sc.log_ndtr(-zh) - sc.log_ndtr(-zl), 0.0))
         middle = np.log1p(-(sc.ndtr(zl) + sc.ndtr(-zh)))
     out = np.where(zh <= 0.0, below, np.where(zl >= 0.0, above, middle))
     return np.where(hi > lo, out, -np.inf)

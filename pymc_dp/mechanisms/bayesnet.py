@@ -174,7 +174,7 @@ def read_bayesnet(model, domains: Mapping[str, Domain], *, public=()) -> BayesNe
         ) from None
     private = {v: v.name for v in model.data_vars if v.name in domains}
     by_name = {v.name: v for v in model.data_vars}
-    factors = [f for v in plan._vars for f in v.factors]
+    factors = [f for v in plan.parts for f in v.factors]
     for f in factors:
         if f.family not in ("Bernoulli", "Categorical"):
             raise UnsupportedFactorError(
@@ -183,7 +183,7 @@ def read_bayesnet(model, domains: Mapping[str, Domain], *, public=()) -> BayesNe
                 "Use pymc_dp.make_private for this model."
             )
     params: dict = {}
-    for var in plan._vars:
+    for var in plan.parts:
         if var.family not in ("Beta", "Dirichlet") or var.prior_op != var.family:
             raise UnsupportedFactorError(
                 f"free RV {var.name!r} has a {var.prior_op} prior; the Laplace mechanisms on posterior "
@@ -247,7 +247,7 @@ def read_bayesnet(model, domains: Mapping[str, Domain], *, public=()) -> BayesNe
 
     def evaluate(data):
         other = plan.with_data({c: v for c, v in data.items()})
-        return {f.name: (np.asarray(f.index), np.asarray(f.observed)) for v in other._vars for f in v.factors}
+        return {f.name: (np.asarray(f.index), np.asarray(f.observed)) for v in other.parts for f in v.factors}
 
     ev0 = evaluate(base)
     node_specs = []
