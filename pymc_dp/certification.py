@@ -31,7 +31,8 @@ from pymc_dp.exceptions import (
     PrivacyError,
     UnsupportedFactorError,
 )
-from pymc_dp.factors import Factor, check_graph, find_factors, observed_private
+from pymc_dp.factors import Factor, find_factors
+from pymc_dp.graph_checks import check_graph, observed_private
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import FactorRegion, RegionContext, prior_draws, prior_mass

@@ -56,6 +56,8 @@ __all__ = [
     "NestedForm",
     "find_factors",
     "private_ancestors",
+    "strip_casts",
+    "strip_expand_dims",
 ]
 
 
@@ -278,7 +280,19 @@ def private_ancestors(var: Variable, private: dict[Variable, str]) -> list[str]:
     return sorted(found)
 
 
-def _strip_casts(var: Variable) -> Variable:
+def strip_casts(var: Variable) -> Variable:
+    """``var`` without the dtype casts on top of it (PyMC casts observed data to the RV's dtype).
+
+    Parameters
+    ----------
+    var : Variable
+        A graph variable.
+
+    Returns
+    -------
+    Variable
+        The first ancestor along the chain of casts that is not a cast.
+    """
     while (
         var.owner is not None
         and isinstance(var.owner.op, Elemwise)
@@ -288,7 +302,19 @@ def _strip_casts(var: Variable) -> Variable:
     return var
 
 
-def _strip_expand_dims(var: Variable) -> Variable:
+def strip_expand_dims(var: Variable) -> Variable:
+    """``var`` without the broadcasting (``expand_dims``) ``DimShuffle``s on top of it.
+
+    Parameters
+    ----------
+    var : Variable
+        A graph variable.
+
+    Returns
+    -------
+    Variable
+        The first ancestor along the chain of added broadcast axes that adds none.
+    """
     while var.owner is not None and isinstance(var.owner.op, DimShuffle) and var.owner.op.is_expand_dims:
         var = var.owner.inputs[0]
     return var
@@ -399,7 +425,7 @@ class _Analyzer:
                 f"factor {self.factor_name!r} computes X @ w with private {name!r}: declare its "
                 "rows' domain with pymc_dp.Ball(radius) or pymc_dp.Box(lo, hi)."
             )
-        w = _strip_expand_dims(strip_identity(w))
+        w = strip_expand_dims(strip_identity(w))
         if w.ndim != 1:
             self.refuse(node.outputs[0], "a matrix product with a weight matrix")
         return AffineForm(name, w)
@@ -769,62 +795,3 @@ def _check_alignment(name, op, forms, observed):
                     "data (its records lie on another axis than the observed values'); write the "
                     "predictor with one row per record, like the observed data."
                 )
-
-
-# --------------------------------------------------------------------------- graph checks
-def observed_private(model, private_vars) -> dict:
-    """Observed RVs whose observed value reads private data, with the containers it reads.
-
-    Wherever such an RV appears inside another variable, PyMC evaluates it as its observed
-    value -- the private data -- but its graph does not show that dependence (with an
-    explicit ``shape=``, not even through its size), so ancestor checks must look for it.
-    """
-    out = {}
-    for rv in model.observed_RVs:
-        found = private_ancestors(model.rvs_to_values[rv], private_vars)
-        if found:
-            out[rv] = found
-    return out
-
-def check_graph(model, private_vars) -> None:
-    """Refuse what no factor rule can bound: a prior, a Potential or a factor's parameter that
-    reads private data other than through a supported factor (the message names the variable)."""
-    private = private_vars
-    observed = observed_private(model, private_vars)
-
-    def through_observed(var, what):
-        names = sorted(o.name for o in ancestors([var]) if o in observed and o is not var)
-        if names:
-            data = sorted({c for o in ancestors([var]) if o in observed and o is not var for c in observed[o]})
-            raise UnsupportedFactorError(
-                f"{what} reads the observed RV(s) {names}, which PyMC evaluates as their "
-                f"observed values: the private data {data}. pymc_dp cannot see or bound that "
-                "dependence; use the pm.Data container itself where a supported form allows "
-                "it (e.g. theta[yd], not theta[y]), or remove the dependence."
-            )
-
-    for rv in model.free_RVs:
-        found = private_ancestors(rv, private)
-        if found:
-            raise UnsupportedFactorError(
-                f"free RV {rv.name!r} has a prior that reads the private data {found}: every record "
-                "then moves the prior itself (a Gaussian-process latent whose covariance is computed "
-                "from all rows of X is the common case), so no per-record constant bounds what one "
-                "record changes, and pymc_dp cannot certify it. A prior must read only parameters and "
-                "public data: compute the GP on public inputs (or a public grid), or model the private "
-                "covariates through a likelihood factor."
-            )
-        through_observed(rv, f"free RV {rv.name!r}")
-    for pot in model.potentials:
-        found = private_ancestors(pot, private)
-        if found:
-            raise UnsupportedFactorError(
-                f"Potential {pot.name!r} reads private data {found}; pymc_dp cannot bound an "
-                "arbitrary potential. Write that term as an observed distribution."
-            )
-        through_observed(pot, f"Potential {pot.name!r}")
-    for rv in model.observed_RVs:
-        op = rv.owner.op
-        params = op.dist_params(rv.owner) if hasattr(op, "dist_params") else rv.owner.inputs[2:]
-        for param in params:
-            through_observed(param, f"factor {rv.name!r}")

@@ -168,11 +168,11 @@ def _observed_shape(observed, ctx) -> tuple[int, ...]:
     for ``pm.Data``, else evaluated (compiling a function: the slow path)."""
     from pytensor.compile.sharedvalue import SharedVariable
 
-    from pymc_dp.factors import _strip_casts
+    from pymc_dp.factors import strip_casts
 
     if all(d is not None for d in observed.type.shape):
         return tuple(int(d) for d in observed.type.shape)
-    base = _strip_casts(observed)
+    base = strip_casts(observed)
     if isinstance(base, SharedVariable):
         return tuple(int(d) for d in np.shape(base.get_value()))
     return tuple(int(s) for s in ctx.numeric(observed.shape))

@@ -175,7 +175,7 @@ def run_mcmc(
             kwargs["nuts_sampler_kwargs"] = _blackjax_chain_method(kwargs.get("nuts_sampler_kwargs"), chains)
         kwargs.setdefault("compute_convergence_checks", False)
         kwargs.setdefault("progressbar", False)
-        with _without_short_trace_warning():
+        with without_short_trace_warning():
             idata = pm.sample(
                 draws=draws_per_chain,
                 tune=tune,
@@ -211,8 +211,12 @@ class _ShortTraceFilter(logging.Filter):
 
 
 @contextlib.contextmanager
-def _without_short_trace_warning():
-    """Silence that one warning of PyMC's sampler logger for one call, nothing else."""
+def without_short_trace_warning():
+    """Silence that one warning of PyMC's sampler logger for one call, nothing else.
+
+    A context manager: inside it, PyMC's "Only N samples per chain. Reliable r-hat ..." warning
+    is filtered out (short runs are intended where it is used).
+    """
     logger = logging.getLogger("pymc.sampling.mcmc")
     flt = _ShortTraceFilter()
     logger.addFilter(flt)

@@ -350,11 +350,11 @@ class Infeasible(Exception):
 
 def _plain_free_rv(expr, ctx: RegionContext) -> str | None:
     """The name of the free RV ``expr`` is (up to casts and broadcasting), else None."""
-    from pymc_dp.factors import _strip_casts, _strip_expand_dims
+    from pymc_dp.factors import strip_casts, strip_expand_dims
 
     e = expr
     for _ in range(4):
-        e = _strip_expand_dims(_strip_casts(e))
+        e = strip_expand_dims(strip_casts(e))
     for name, rv in ctx.free.items():
         if e is rv:
             return name

@@ -584,11 +584,11 @@ def test_chain_audit_refutes_a_wrong_rule_by_the_range_over_visited_points(lipsc
 
 
 def test_chain_verdict_sets_the_event_test_aside_only_when_the_chains_did_not_mix():
-    """_chain_verdict on synthetic outcomes: a range above the claim fails whatever the mixing;
+    """chain_verdict on synthetic outcomes: a range above the claim fails whatever the mixing;
     chains that mixed keep the event test's verdict; chains that did not mix (a centred
     hierarchical funnel: R-hat 2, divergences) have their event test set aside for the range."""
     from pymc_dp.audits.result import Witness
-    from pymc_dp.audits.statistical import _chain_verdict
+    from pymc_dp.audits.statistical import chain_verdict
 
     w = Witness({}, {}, {}, 1.0, None, {"statistic": "sigma_b"}, "constant")
     mixed = {"rhat": 1.01, "worst": "b", "divergent": 0.0, "mixed": True}
@@ -600,13 +600,13 @@ def test_chain_verdict_sets_the_event_test_aside_only_when_the_chains_did_not_mi
 
     notes = []
     r = res(1.3, mixed)
-    assert _chain_verdict("pass", 0.2, r, 1.0, 1e-6, notes) == ("fail", 1.3, "range")
+    assert chain_verdict("pass", 0.2, r, 1.0, 1e-6, notes) == ("fail", 1.3, "range")
     assert r["witness"].event["max"] == 0.65 and r["witness"].log_ratio == 1.3
-    assert _chain_verdict("fail", 1.6, res(1.3, stuck), 1.0, 1e-6, []) == ("fail", 1.3, "range")
-    assert _chain_verdict("fail", 1.6, res(0.45, mixed), 1.0, 1e-6, []) == ("fail", 1.6, "event")
-    assert _chain_verdict("inconclusive", 0.1, res(0.45, mixed), 1.0, 1e-6, []) == ("inconclusive", 0.1, "event")
+    assert chain_verdict("fail", 1.6, res(1.3, stuck), 1.0, 1e-6, []) == ("fail", 1.3, "range")
+    assert chain_verdict("fail", 1.6, res(0.45, mixed), 1.0, 1e-6, []) == ("fail", 1.6, "event")
+    assert chain_verdict("inconclusive", 0.1, res(0.45, mixed), 1.0, 1e-6, []) == ("inconclusive", 0.1, "event")
     notes = []
-    assert _chain_verdict("fail", 1.6, res(0.45, stuck), 1.0, 1e-6, notes) == ("pass", 0.45, "range")
+    assert chain_verdict("fail", 1.6, res(0.45, stuck), 1.0, 1e-6, notes) == ("pass", 0.45, "range")
     assert "did not mix" in notes[-1] and "R-hat 2.04 (sigma_a)" in notes[-1] and "set aside" in notes[-1]
 
 

@@ -121,10 +121,10 @@ def test_the_audit_neighbours_are_registered_per_unit():
     from pymc_dp.units import Unit
 
     pmod = pymc_dp.make_private(coin(6), epsilon=1.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None)
-    from pymc_dp.audits.neighbours import _DataSpace
+    from pymc_dp.audits.neighbours import DataSpace
 
     for unit, kind, max_rows in [("record", "record", 1), ("attribute", "attribute", 1), (Users(max_rows=2), "user", 2)]:
-        space = _DataSpace(pmod.model, pmod.domains, unit, ["x"], include_data=True, levels=3, max_bases=4,
+        space = DataSpace(pmod.model, pmod.domains, unit, ["x"], include_data=True, levels=3, max_bases=4,
                            groups=2, n_random=0, rng=np.random.default_rng(0))
         changes = list(unit_changes(pymc_dp.units.as_unit(unit), space, {"x": np.zeros(6, dtype=int)}))
         assert changes and all(c["unit"] == kind and len(c["rows"]) <= max_rows for c, _ in changes)

@@ -46,17 +46,17 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from pymc_dp.audits.exact import _audit_exact, _TemperedView
-from pymc_dp.audits.neighbours import _DataSpace, _given_pairs, _heuristic_pair, _pairs_from_search
-from pymc_dp.audits.numerical import _audit_numerical, _GridModel
+from pymc_dp.audits.exact import TemperedView, audit_exact
+from pymc_dp.audits.neighbours import DataSpace, given_pairs, heuristic_pair, pairs_from_search
+from pymc_dp.audits.numerical import GridModel, audit_numerical
 from pymc_dp.audits.result import METHODS, AuditError, AuditResult, Witness
 from pymc_dp.audits.statistical import (
-    _audit_statistical,
-    _chain_verdict,
-    _choose_pair,
-    _statistical_test,
-    _statistical_verdict,
+    audit_statistical,
+    chain_verdict,
+    choose_pair,
     clopper_pearson,
+    statistical_test,
+    statistical_verdict,
 )
 from pymc_dp.units import describe_unit
 
@@ -149,7 +149,7 @@ def audit(
     if isinstance(private_model, PrivateMAP):
         # the exponential mechanism is a tempered truncated posterior: every posterior-sampling
         # audit applies, with the private log-likelihood scaled by beta
-        private_model = _TemperedView(private_model)
+        private_model = TemperedView(private_model)
     if isinstance(private_model, Mechanism):
         return _audit_mechanism(
             private_model, method=method, pairs=pairs, include_data=include_data, confidence=confidence,
@@ -158,7 +158,7 @@ def audit(
         )
     cert = private_model.certificate
     rng = np.random.default_rng(random_seed)
-    space = _DataSpace(
+    space = DataSpace(
         private_model.model, private_model.domains, private_model.unit,
         [c for f in private_model.factors for c in f.reads], include_data=include_data, levels=levels, max_bases=max_bases,
         groups=groups, n_random=random_bases, rng=rng,
@@ -173,24 +173,24 @@ def audit(
             method = "exact"
         else:
             try:
-                gm = _GridModel(private_model, space)
+                gm = GridModel(private_model, space)
                 method = "numerical"
             except AuditError:
                 method = "statistical"
     if method != "statistical" and release != "draw":
         raise AuditError("release='full' is for the statistical method; exact and numerical audits measure one draw")
-    given = _given_pairs(space, pairs) if pairs is not None else None
+    given = given_pairs(space, pairs) if pairs is not None else None
     claimed = cert.epsilon_per_draw if release == "draw" else cert.epsilon
     notes = []
     res: dict = {}
     bases = None
     if method == "exact":
         bases = space.bases() if given is None else []
-        res = _audit_exact(private_model, space, given if given is not None else _pairs_from_search(space, bases))
+        res = audit_exact(private_model, space, given if given is not None else pairs_from_search(space, bases))
     elif method == "numerical":
-        gm = gm or _GridModel(private_model, space)
+        gm = gm or GridModel(private_model, space)
         bases = space.bases() if given is None else []
-        res = _audit_numerical(private_model, space, bases, given, gm)
+        res = audit_numerical(private_model, space, bases, given, gm)
         notes += list(res.get("notes", ()))
     else:
         if sampler == "auto":
@@ -198,7 +198,7 @@ def audit(
                 sampler = "exact"
             else:
                 try:
-                    gm = gm or _GridModel(private_model, space)
+                    gm = gm or GridModel(private_model, space)
                     sampler = "grid"
                 except AuditError:
                     sampler = "chain"
@@ -207,7 +207,7 @@ def audit(
         if sampler == "exact" and not has_plan:
             raise AuditError(f"sampler='exact' needs a conjugate model: {private_model.exact_unavailable}")
         if sampler == "grid":
-            gm = gm or _GridModel(private_model, space)
+            gm = gm or GridModel(private_model, space)
         runs = int(runs if runs is not None else {"mcmc": 40, "chain": 4000}.get(sampler, 100_000))
         if runs < 4:
             raise AuditError("runs must be at least 4 (half choose the event, half test it)")
@@ -220,10 +220,10 @@ def audit(
             # often reached where neither posterior has mass, where no sampling can see it)
             b = space.bases()
             if has_plan:
-                found = _audit_exact(private_model, space, _pairs_from_search(space, b))
+                found = audit_exact(private_model, space, pairs_from_search(space, b))
             else:
-                found = _audit_numerical(private_model, space, b[: min(max_bases, 64)], None, gm)
-            chosen = _choose_pair(private_model, found["candidates"], sampler=sampler, gm=gm, runs=runs, alpha=alpha, rng=rng)
+                found = audit_numerical(private_model, space, b[: min(max_bases, 64)], None, gm)
+            chosen = choose_pair(private_model, found["candidates"], sampler=sampler, gm=gm, runs=runs, alpha=alpha, rng=rng)
             pair = chosen[1]
             notes.append(
                 f"pair: of the worst pairs of {len(found['candidates'])} base datasets ({'exact' if has_plan else 'numerical'} "
@@ -231,9 +231,9 @@ def audit(
                 f"detectable (predicted lower bound {chosen[0]:.3g})"
             )
         else:
-            pair = _heuristic_pair(space)
+            pair = heuristic_pair(space)
             notes.append("pair: heuristic (all rows at one extreme record, one unit changed to the farthest record)")
-        res = _audit_statistical(
+        res = audit_statistical(
             private_model, pair, runs=runs, confidence=confidence, rng=rng, sampler=sampler,
             release=release, gm=gm, mcmc_kwargs=mcmc_kwargs,
         )
@@ -248,10 +248,10 @@ def audit(
     error = float(res.get("error", 0.0))
     slack = tolerance * claimed + 1e-12
     if method == "statistical":
-        verdict = _statistical_verdict(measured, res["power"], claimed, runs, notes)
+        verdict = statistical_verdict(measured, res["power"], claimed, runs, notes)
         measured_by = "event"
         if "oscillation" in res:
-            verdict, measured, measured_by = _chain_verdict(verdict, measured, res, claimed, slack, notes)
+            verdict, measured, measured_by = chain_verdict(verdict, measured, res, claimed, slack, notes)
     else:
         measured_by = "search"
         if measured - error > claimed + slack:
@@ -298,18 +298,18 @@ def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, rel
     if release != "draw":
         raise AuditError("release='full' is for posterior sampling; a mechanism's release is audited as one output")
     rng = np.random.default_rng(random_seed)
-    space = _DataSpace(mech.model, mech.domains, mech.unit, mech.reads, include_data=include_data, levels=levels,
+    space = DataSpace(mech.model, mech.domains, mech.unit, mech.reads, include_data=include_data, levels=levels,
                        max_bases=max_bases, groups=groups, n_random=random_bases, rng=rng)
     space.max_bases = min(max_bases, max(8, max_pairs // space.changes_per_base()))
     notes = []
     searched = 0
     bases = []
     if pairs is not None:
-        pair = _given_pairs(space, pairs)[0]
+        pair = given_pairs(space, pairs)[0]
     else:
         bases = space.bases()
         best = None
-        for cand in _pairs_from_search(space, bases):
+        for cand in pairs_from_search(space, bases):
             score = mech.audit_score(cand[1], cand[3])
             if score is None:
                 break
@@ -319,7 +319,7 @@ def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, rel
             if searched >= max_pairs:
                 break
         if best is None:
-            pair = _heuristic_pair(space)
+            pair = heuristic_pair(space)
             notes.append("pair: heuristic (all rows at one extreme record, one unit changed to the farthest record)")
         else:
             pair = best[1]
@@ -338,9 +338,9 @@ def _audit_mechanism(mech, *, method, pairs, include_data, confidence, runs, rel
         for j in range(min(ox.shape[1], 64)):
             st_x[f"output[{j}]"], st_y[f"output[{j}]"] = ox[:, j], oy[:, j]
     # a Gaussian release is (epsilon, delta)-DP: P_x(E) <= e^eps P_y(E) + delta
-    res = _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=float(getattr(mech, "delta", 0.0)))
+    res = statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=float(getattr(mech, "delta", 0.0)))
     claimed = float(mech.epsilon)
-    verdict = _statistical_verdict(res["measured"], res["power"], claimed, runs, notes)
+    verdict = statistical_verdict(res["measured"], res["power"], claimed, runs, notes)
     notes.append(f"mechanism {mech.name}: one release's noisy output (before post-processing) is audited")
     return AuditResult(
         method="statistical", verdict=verdict, claimed=claimed, epsilon_per_draw=claimed, epsilon_total=claimed,

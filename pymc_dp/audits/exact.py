@@ -8,8 +8,8 @@ import math
 import numpy as np
 from scipy import special as sc
 
-from pymc_dp.audits.neighbours import _DataSpace, _key
-from pymc_dp.audits.result import AuditError, Witness, _freeze
+from pymc_dp.audits.neighbours import DataSpace, array_key
+from pymc_dp.audits.result import AuditError, Witness, frozen_copy
 
 
 # =========================================================================== exact audit
@@ -201,7 +201,31 @@ def _exact_curve(post_x, post_y, norm_x, norm_y, contrib, sign, theta):
     return {"x": t, "y": gx - gy + others, "label": label, "density_x": np.exp(gx), "density_y": np.exp(gy)}
 
 
-def _audit_exact(pmod, space: _DataSpace, pairs) -> dict:
+def audit_exact(pmod, space: DataSpace, pairs) -> dict:
+    """The exact audit: the supremum over theta of the log-ratio of truncated posteriors, per pair.
+
+    Parameters
+    ----------
+    pmod : PrivateModel or TemperedView
+        A model with a conjugate plan.
+    space : DataSpace
+        The neighbouring datasets.
+    pairs : iterable of tuple
+        ``(label, x, change, y)``, from :func:`~pymc_dp.audits.neighbours.pairs_from_search` or
+        :func:`~pymc_dp.audits.neighbours.given_pairs`.
+
+    Returns
+    -------
+    dict
+        ``measured`` (the largest supremum found), ``pairs`` (how many were tried), ``witness``,
+        ``curve``, ``error`` (0: exact to rounding) and ``candidates`` (the worst pair of every
+        base, worst first: the pairs a statistical audit may try).
+
+    Raises
+    ------
+    AuditError
+        The model has no conjugate plan, or there is no pair.
+    """
     plan = pmod.conjugate_plan
     if plan is None:
         raise AuditError(f"method='exact' needs a conjugate model: {pmod.exact_unavailable}")
@@ -210,7 +234,7 @@ def _audit_exact(pmod, space: _DataSpace, pairs) -> dict:
     cache = {}
 
     def posterior(data):
-        key = hashlib.blake2b(b"".join(_key(data[c]) for c in space.names), digest_size=16).digest()
+        key = hashlib.blake2b(b"".join(array_key(data[c]) for c in space.names), digest_size=16).digest()
         if key not in cache:
             if len(cache) > 4096:
                 cache.clear()
@@ -232,14 +256,14 @@ def _audit_exact(pmod, space: _DataSpace, pairs) -> dict:
         raise AuditError("the search found no neighbouring pair (is every container's domain a single value?)")
     value, signed, theta, contrib, sign, label, x, y, change, px, py = best
     curve = _exact_curve(px[1], py[1], px[2], py[2], contrib, sign, next(iter(theta.values()), 0.0) if theta else 0.0)
-    witness = Witness(_freeze(x), _freeze(y), change, float(signed), theta, None, label)
+    witness = Witness(frozen_copy(x), frozen_copy(y), change, float(signed), theta, None, label)
     top = sorted(per_base.values(), key=lambda t: -t[0])
     return {"measured": float(value), "pairs": count, "witness": witness, "curve": curve, "error": 0.0,
             "candidates": [(lab, xx, ch, yy) for _, lab, xx, ch, yy in top]}
 
 
 # =========================================================================== numerical audit
-class _TemperedView:
+class TemperedView:
     """A :class:`~pymc_dp.PrivateMAP` as the posterior-sampling audit sees it.
 
     The mechanism's output density is ``xi_L(theta) p_theta(x)^beta``: the core's truncated

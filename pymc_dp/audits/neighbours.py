@@ -1,4 +1,4 @@
-"""The neighbouring datasets an audit tries: record changes over a domain's values, structured base datasets, the user's pairs (:class:`_DataSpace`)."""
+"""The neighbouring datasets an audit tries: record changes over a domain's values, structured base datasets, the user's pairs (:class:`DataSpace`)."""
 
 from __future__ import annotations
 
@@ -75,11 +75,21 @@ def _random_rows(domain, shape, rng) -> np.ndarray:
     return domain.lo + (domain.hi - domain.lo) * rng.random(shape)
 
 
-def _key(arr) -> bytes:
+def array_key(arr) -> bytes:
+    """The bytes of an array's values: a cache key for a dataset or grid (same dtype and shape assumed).
+
+    Parameters
+    ----------
+    arr : array_like
+
+    Returns
+    -------
+    bytes
+    """
     return np.ascontiguousarray(arr).tobytes()
 
 
-class _DataSpace:
+class DataSpace:
     """Neighbouring datasets for a private model: base datasets and their unit changes."""
 
     def __init__(self, model, domains, unit, reads, *, include_data, levels, max_bases, groups, n_random, rng):
@@ -127,7 +137,7 @@ class _DataSpace:
         out, seen = [], set()
         for combo in combos:
             rec = {c: lists[j][i] for j, (c, i) in enumerate(zip(self.names, combo))}
-            key = b"".join(_key(np.asarray(rec[c], float)) for c in self.names)
+            key = b"".join(array_key(np.asarray(rec[c], float)) for c in self.names)
             if key not in seen:
                 seen.add(key)
                 out.append(rec)
@@ -229,7 +239,7 @@ class _DataSpace:
             groups = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
             keyed = {}
             for g in groups:
-                k = b"".join(sorted(b"".join(_key(data[c][i]) for c in self.names) for i in g))
+                k = b"".join(sorted(b"".join(array_key(data[c][i]) for c in self.names) for i in g))
                 keyed.setdefault((len(g), k), g)
             groups = list(keyed.values())
             if len(groups) > self.groups:
@@ -294,13 +304,44 @@ class _DataSpace:
 
 
 # =========================================================================== entry point
-def _pairs_from_search(space: _DataSpace, bases):
+def pairs_from_search(space: DataSpace, bases):
+    """Every neighbouring pair the search tries: each base dataset with each of its unit changes.
+
+    Parameters
+    ----------
+    space : DataSpace
+    bases : iterable of (str, dict)
+        ``(label, dataset)`` pairs, as :meth:`DataSpace.bases` gives them.
+
+    Yields
+    ------
+    tuple
+        ``(label, x, change, y)``: the base, its neighbour, and the change between them.
+    """
     for label, x in bases:
         for change, new in space.changes(x):
             yield label, x, change, space.apply(x, new)
 
 
-def _given_pairs(space: _DataSpace, pairs):
+def given_pairs(space: DataSpace, pairs):
+    """The user's ``pairs=``, validated against the domains, in the search's form.
+
+    Parameters
+    ----------
+    space : DataSpace
+    pairs : sequence of (dict, dict)
+        ``(x, y)`` datasets, each container name -> array.
+
+    Returns
+    -------
+    list of tuple
+        ``("given", x, change, y)`` per pair.
+
+    Raises
+    ------
+    AuditError
+        A pair that is not two datasets, or a dataset outside the declared domains.
+    """
     out = []
     for p in pairs:
         if not (isinstance(p, (tuple, list)) and len(p) == 2):
@@ -310,8 +351,18 @@ def _given_pairs(space: _DataSpace, pairs):
     return out
 
 
-def _heuristic_pair(space: _DataSpace):
-    """Without a density to search with: all rows at one extreme record, one unit at another."""
+def heuristic_pair(space: DataSpace):
+    """Without a density to search with: all rows at one extreme record, one unit at another.
+
+    Parameters
+    ----------
+    space : DataSpace
+
+    Returns
+    -------
+    tuple
+        ``("constant", x, change, y)``: the change moves the unit farthest from the base record.
+    """
     recs = space.record_cands
     x = space._cast({c: np.broadcast_to(recs[0][c], space.current[c].shape).copy() for c in space.names})
     change, new = next(iter(space.changes(x)))
@@ -326,7 +377,7 @@ def _heuristic_pair(space: _DataSpace):
 
 # --------------------------------------------------------------------------- per unit
 @singledispatch
-def unit_changes(unit, space: _DataSpace, data: dict):
+def unit_changes(unit, space: DataSpace, data: dict):
     """The neighbours of ``data`` an audit tries under ``unit``: ``(change, new_values)`` pairs.
     A unit with no registration has no audit (refused, never guessed)."""
     raise AuditError(f"no neighbour changes are registered for the unit {str(unit)!r} ({type(unit).__name__}); register them with pymc_dp.audits.neighbours.unit_changes.register")

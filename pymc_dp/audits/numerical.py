@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from pymc_dp.audits.neighbours import _DataSpace, _key
-from pymc_dp.audits.result import AuditError, Witness, _freeze
+from pymc_dp.audits.neighbours import DataSpace, array_key
+from pymc_dp.audits.result import AuditError, Witness, frozen_copy
 
 
-class _GridModel:
+class GridModel:
     """The truncated posterior of a model with at most two free scalar parameters, on grids.
 
     Densities come from the *user's* model (natural parameters, no value transforms): its prior,
@@ -20,7 +20,7 @@ class _GridModel:
 
     MAX_DIM = 2
 
-    def __init__(self, pmod, space: _DataSpace, *, dense: int | None = None, wide: int | None = None):
+    def __init__(self, pmod, space: DataSpace, *, dense: int | None = None, wide: int | None = None):
         import pytensor
         import pytensor.tensor as pt
         from pymc.model.transform.conditioning import remove_value_transforms
@@ -169,7 +169,7 @@ class _GridModel:
         return vals
 
     def _region(self, axes, vals):
-        key = tuple(_key(a) for a in axes)
+        key = tuple(array_key(a) for a in axes)
         if key in self._region_cache:
             return self._region_cache[key]
         ok = np.ones(len(next(iter(vals.values()))), bool)
@@ -261,7 +261,7 @@ class _GridModel:
     # ------------------------------------------------------------------ pairs (statistical audits)
     def _pair(self, x, y):
         """One grid (built for x) for both datasets: log densities and log normalisers."""
-        key = (tuple(_key(x[c]) for c in sorted(x)), tuple(_key(y[c]) for c in sorted(y)))
+        key = (tuple(array_key(x[c]) for c in sorted(x)), tuple(array_key(y[c]) for c in sorted(y)))
         if getattr(self, "_pair_key", None) != key:
             axes, vals, logw, _, inside = self.grid(x)
             base, rx = self.evaluate(vals, x)
@@ -342,7 +342,7 @@ def _substituted_rows(gm, space, x, vals, new, rows, cache):
     """Row log-likelihoods (of ``rows`` only) of ``x`` with each changed container set, in every
     row, to its new row value: row ``i`` of the result is row ``i`` of the neighbour that changes
     row ``i`` (factors read one row at a time; checked once per audit)."""
-    key = tuple((c, _key(np.asarray(v))) for c, (_, v) in sorted(new.items()))
+    key = tuple((c, array_key(np.asarray(v))) for c, (_, v) in sorted(new.items()))
     if key not in cache:
         data = dict(x)
         for c, (_, v) in new.items():
@@ -351,13 +351,34 @@ def _substituted_rows(gm, space, x, vals, new, rows, cache):
     return cache[key]
 
 
-def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, gm=None) -> dict:
-    gm = gm or _GridModel(pmod, space)
+def audit_numerical(pmod, space: DataSpace, bases, given, gm=None) -> dict:
+    """The numerical audit: the largest log-ratio of grid-normalised truncated posteriors.
+
+    Parameters
+    ----------
+    pmod : PrivateModel or TemperedView
+        A model with at most :attr:`GridModel.MAX_DIM` free scalar parameters.
+    space : DataSpace
+        The neighbouring datasets.
+    bases : list of (str, dict)
+        Base datasets, each tried with all its unit changes (used when ``given`` is None).
+    given : list of tuple or None
+        The user's pairs (:func:`~pymc_dp.audits.neighbours.given_pairs`).
+    gm : GridModel, optional
+        Reused when given (its compiled densities are the expensive part).
+
+    Returns
+    -------
+    dict
+        As :func:`~pymc_dp.audits.exact.audit_exact`, with ``error`` the estimated quadrature
+        error of the worst pair and ``notes``.
+    """
+    gm = gm or GridModel(pmod, space)
     best = None
     count = 0
     worst_err = 0.0
-    if given_pairs is not None:
-        items = [(label, x, [(change, None, y)]) for label, x, change, y in given_pairs]
+    if given is not None:
+        items = [(label, x, [(change, None, y)]) for label, x, change, y in given]
     else:
         items = [(label, x, None) for label, x in bases]
     checked_locality = False
@@ -416,7 +437,7 @@ def _audit_numerical(pmod, space: _DataSpace, bases, given_pairs, gm=None) -> di
     if best is None:
         raise AuditError("the search found no neighbouring pair")
     value, signed, theta, label, x, y, change, axes, g, j, dens = best
-    witness = Witness(_freeze(x), _freeze(y), change, signed, theta, None, label)
+    witness = Witness(frozen_copy(x), frozen_copy(y), change, signed, theta, None, label)
     notes = (
         f"quadrature: trapezoid on an adaptive grid ({' x '.join(str(len(a)) for a in axes)} points); error of the "
         f"worst pair's log-normaliser difference estimated by halving the grid: {worst_err:.2g}",

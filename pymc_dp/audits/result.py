@@ -35,7 +35,19 @@ class AuditError(PrivacyError):
 
 
 # =========================================================================== result objects
-def _freeze(data: Mapping[str, Any] | None):
+def frozen_copy(data: Mapping[str, Any] | None):
+    """Read-only copies of a dataset's arrays (what a :class:`Witness` holds).
+
+    Parameters
+    ----------
+    data : mapping of str to array_like, or None
+        Container name -> values.
+
+    Returns
+    -------
+    dict of str to ndarray, or None
+        Copies with the write flag cleared; None for None.
+    """
     if data is None:
         return None
     out = {}

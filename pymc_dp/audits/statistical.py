@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 from scipy import special as sc
 
-from pymc_dp.audits.result import AuditError, Witness, _freeze
+from pymc_dp.audits.result import AuditError, Witness, frozen_copy
 
 
 # =========================================================================== Clopper-Pearson
@@ -133,7 +133,7 @@ class _ChainRuns:
         def draw(n, rng):
             import pymc as pm
 
-            from pymc_dp.sampling import _without_short_trace_warning
+            from pymc_dp.sampling import without_short_trace_warning
 
             kw = dict(self.kwargs)
             # several chains, a long warm-up and small steps: a hierarchical funnel that traps
@@ -146,7 +146,7 @@ class _ChainRuns:
             kw.setdefault("init", "adapt_diag")
             per_chain = -(-n // chains) * thin
             model = self.models[own].model
-            with _without_short_trace_warning():
+            with without_short_trace_warning():
                 idata = pm.sample(
                     draws=per_chain, tune=tune, chains=chains, model=model, initvals=self.initvals,
                     random_seed=int(rng.integers(2**31 - 1)), progressbar=False,
@@ -271,7 +271,7 @@ def _predicted_bound(gx, gy, n_test, alpha, thresholds=128):
     return best
 
 
-def _choose_pair(pmod, candidates, *, sampler, gm, runs, alpha, rng, pilot=2000, limit=256):
+def choose_pair(pmod, candidates, *, sampler, gm, runs, alpha, rng, pilot=2000, limit=256):
     """Among the search's candidate pairs, the one whose predicted lower bound is largest.
 
     The supremum of the log-ratio is often reached where neither posterior has mass (it is then
@@ -293,7 +293,34 @@ def _choose_pair(pmod, candidates, *, sampler, gm, runs, alpha, rng, pilot=2000,
     return best
 
 
-def _audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, gm, mcmc_kwargs):
+def audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, gm, mcmc_kwargs):
+    """The statistical audit of one pair: run the mechanism ``runs`` times on each dataset and test.
+
+    Parameters
+    ----------
+    pmod : PrivateModel or TemperedView
+    pair : tuple
+        ``(label, x, change, y)``.
+    runs : int
+        Releases per dataset (half choose the event, half bound epsilon).
+    confidence : float
+        Of the Clopper-Pearson lower bound.
+    rng : numpy.random.Generator
+    sampler : str
+        ``"exact"``, ``"grid"`` or ``"chain"``: how one release is drawn.
+    release : str
+        ``"draw"`` (one posterior draw) or ``"release"`` (the mean of a whole release).
+    gm : GridModel or None
+        For the grid sampler.
+    mcmc_kwargs : dict or None
+        For the chain sampler.
+
+    Returns
+    -------
+    dict
+        :func:`statistical_test`'s result; for the chain sampler also the visited range of the
+        log-ratio and the chains' mixing.
+    """
     label, x, change, y = pair
     mech = _Mechanism(pmod, x, y, sampler, gm, mcmc_kwargs)
     per = 1 if release == "draw" else pmod.draws
@@ -307,7 +334,7 @@ def _audit_statistical(pmod, pair, *, runs, confidence, rng, sampler, release, g
         return st
 
     st_x, st_y = collect(mech.draw_x), collect(mech.draw_y)
-    res = _statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=delta)
+    res = statistical_test(st_x, st_y, pair, runs=runs, confidence=confidence, delta=delta)
     if sampler == "chain" and per == 1:
         res.update(_visited_range(st_x["log-ratio"], st_y["log-ratio"]))
         res["mixing"] = dict(mech.chains.mixing)
@@ -329,7 +356,7 @@ def _visited_range(gx: np.ndarray, gy: np.ndarray) -> dict:
     return {"oscillation": float(g.max() - g.min()), "g_max": float(g.max()), "g_min": float(g.min()), "visited": int(g.size)}
 
 
-def _statistical_test(st_x: dict, st_y: dict, pair, *, runs: int, confidence: float, delta: float) -> dict:
+def statistical_test(st_x: dict, st_y: dict, pair, *, runs: int, confidence: float, delta: float) -> dict:
     """Choose a statistic and event on the first half of the runs, bound epsilon from below on
     the second half (Clopper-Pearson); ``st_x``, ``st_y``: statistic name -> values per run."""
     label, x, change, y = pair
@@ -364,12 +391,12 @@ def _statistical_test(st_x: dict, st_y: dict, pair, *, runs: int, confidence: fl
         "statistic": name, "threshold": t, "side": side, "numerator": num,
         "count_numerator": k1, "count_denominator": k2, "test_runs": n2,
     }
-    witness = Witness(_freeze(x), _freeze(y), change, float(est), None, event, label)
+    witness = Witness(frozen_copy(x), frozen_copy(y), change, float(est), None, event, label)
     return {"measured": float(lower), "estimate": float(est), "power": float(power), "witness": witness,
             "curve": curve, "pairs": 1}
 
 
-def _chain_verdict(verdict, measured, res, claimed, slack, notes):
+def chain_verdict(verdict, measured, res, claimed, slack, notes):
     """The chain sampler's verdict: the event test where the chains mixed, and always the range of
     the log-likelihood ratio over the visited points (:func:`_visited_range`).
 
@@ -410,7 +437,7 @@ def _chain_verdict(verdict, measured, res, claimed, slack, notes):
 
 
 # =========================================================================== mechanisms
-def _statistical_verdict(measured: float, power: float, claimed: float, runs: int, notes: list) -> str:
+def statistical_verdict(measured: float, power: float, claimed: float, runs: int, notes: list) -> str:
     """"fail" when the lower bound exceeds the claim; "inconclusive" when no outcome of these runs
     could have exceeded it (a pass would say nothing); else "pass"."""
     if measured > claimed:

@@ -148,7 +148,7 @@ class _Regression:
 
 def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regression:
     """The linear regression of ``model``, or a typed refusal naming the factor."""
-    from pymc_dp.factors import _strip_casts, private_ancestors
+    from pymc_dp.factors import private_ancestors, strip_casts
     from pymc_dp.predictor import NotAPredictor, analyse
 
     private = {v: v.name for v in model.data_vars if v.name in domains}
@@ -165,7 +165,7 @@ def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regressi
             f"factor {rv.name!r} ({type(rv.owner.op).__name__.removesuffix('RV')}) reads private covariates; noisy "
             "sufficient statistics of a regression are implemented for a Normal likelihood. Use pymc_dp.make_private."
         )
-    value = _strip_casts(model.rvs_to_values[rv])
+    value = strip_casts(model.rvs_to_values[rv])
     if value not in private or len(shapes[value.name]) != 1:
         raise UnsupportedFactorError(
             f"factor {rv.name!r} must observe a private vector pm.Data container (one outcome per record) directly."

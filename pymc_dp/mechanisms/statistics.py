@@ -271,7 +271,7 @@ class ReadsPrivateCovariates(UnsupportedFactorError):
 
 
 def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Factor]:
-    from pymc_dp.factors import _strip_casts, private_ancestors
+    from pymc_dp.factors import private_ancestors, strip_casts
 
     private = {v: v.name for v in model.data_vars if v.name in domains}
     by_name = {v.name: v for v in private}
@@ -280,7 +280,7 @@ def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Facto
         reads = private_ancestors(model.rvs_to_values[rv], private)
         if not reads:
             continue
-        value = _strip_casts(model.rvs_to_values[rv])  # PyMC casts the data to the RV's dtype
+        value = strip_casts(model.rvs_to_values[rv])  # PyMC casts the data to the RV's dtype
         if value not in private:
             raise UnsupportedFactorError(
                 f"factor {rv.name!r} observes an expression of the private data {sorted(set(reads))}; "
@@ -860,9 +860,9 @@ def _recommend_counts(mech, epsilon: float, random_seed: int) -> Recommendation:
     ``t`` the indicator that a record adds to it, ``Var(t)`` under the prior predictive."""
     prior = pm.sample_prior_predictive(draws=200, model=mech.model, random_seed=random_seed, var_names=[rv.name for rv in mech.model.observed_RVs])
     pred = prior.prior_predictive
-    from pymc_dp.factors import _strip_casts
+    from pymc_dp.factors import strip_casts
 
-    obs_of = {rv.name: _strip_casts(mech.model.rvs_to_values[rv]).name for rv in mech.model.observed_RVs}
+    obs_of = {rv.name: strip_casts(mech.model.rvs_to_values[rv]).name for rv in mech.model.observed_RVs}
     frac = []
     for d in range(200):
         data = {obs_of[k]: np.asarray(pred[k].values.reshape(-1, *pred[k].shape[2:])[d]) for k in pred.data_vars if obs_of.get(k) in mech.net.containers}
