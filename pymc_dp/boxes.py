@@ -20,10 +20,18 @@ free RV ``v`` gets an interval ``[m_v - t_v s_v^-, m_v + t_v s_v^+]`` around its
 prior quantiles), clipped to its support. A side along which the constant does not grow (a
 scale's upper side, for a constant decreasing in the scale) is left open. The widths ``t`` are
 ``T exp(z)``: ``T`` is found by bisection so that the bound meets the share (the bound grows with
-the box), and ``z`` by Nelder-Mead to keep the most prior mass (:func:`box_log_mass`: exact from
-CDFs for independent root RVs, conditional CDFs averaged over the public prior draws of the
-parents for hierarchical ones). When the prior median is not inside the feasible set, the box
-is centred at the point of least constant found by a search (reported as such).
+the box), and ``z`` by Nelder-Mead to keep the most prior mass
+(:func:`~pymc_dp.masses.box_log_mass`: exact from CDFs for independent root RVs, conditional
+CDFs averaged over the public prior draws of the parents for hierarchical ones; with
+``split="fit"``, :func:`~pymc_dp.reference.fit_utility` instead). When the prior median is not
+inside the feasible set, the box is centred at the point of least constant found by a search
+(:func:`~pymc_dp.potential.search_minimum` among others; reported as such).
+
+Layering: a solver. It imports the constraints, the region context's prior masses
+(:mod:`pymc_dp.masses`), :mod:`pymc_dp.potential` (the search for a point of least constant),
+:mod:`pymc_dp.reference` (the fit objective) and the factors, interval evaluator and rules
+below them; the driver :mod:`pymc_dp.truncate` and explicit bounds in
+:mod:`pymc_dp.certification` call it.
 """
 
 from __future__ import annotations
@@ -31,14 +39,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
-from pytensor.graph.traversal import ancestors
 from scipy import optimize
 
+from pymc_dp.constraints import ElementIntervalConstraint, FactorRegion, Infeasible, IntervalConstraint
 from pymc_dp.factors import (
     LINK_SPACES,
     AffineForm,
@@ -51,17 +58,24 @@ from pymc_dp.factors import (
     SpaceForm,
 )
 from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
+from pymc_dp.masses import box_log_mass
+from pymc_dp.potential import search_minimum
+from pymc_dp.reference import fit_utility
 from pymc_dp.rules import rule_info
+from pymc_dp.rules.base import Bounds
+from pymc_dp.rules.discrete import min_lipschitz
 from pymc_dp.rules.region import NestedRegion, NoRegionRule, Span, Window, region_lipschitz, region_spec
 
-__all__ = ["BoxModel", "solve_box", "box_log_mass"]
+__all__ = ["BoxModel", "BoxModelUnsupported", "solve_box", "certified_floor", "packed_cholesky_diagonal"]
 
 _LINKS = {"sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)), "exp": np.exp, "log": np.log,
           "softplus": lambda x: np.logaddexp(0.0, x), "tanh": np.tanh}
 
 
-class _Unsupported(Exception):
-    pass
+class BoxModelUnsupported(Exception):
+    """A factor :class:`BoxModel` cannot bound over boxes: its family has no region rule, or a
+    parameter's form or expression is one the box evaluator does not bound. The solver then
+    leaves the factor to the Potential fallback; explicit bounds (``bounds=``) refuse it."""
 
 
 # --------------------------------------------------------------------------- factor over a box
@@ -73,14 +87,14 @@ class BoxModel:
         self.ctx = ctx
         info = factor.info
         if info is None or region_spec(factor.op) is None:
-            raise _Unsupported(f"no region rule for {factor.family}")
+            raise BoxModelUnsupported(f"no region rule for {factor.family}")
         self.exprs: list = []
         self.recipes = [self._recipe(f, info.family, n) for n, f in zip(info.param_names, factor.forms)]
         private = [v for v in ctx.model.data_vars if v.name in ctx.domains]
         try:
             self.evaluator = BoxEvaluator(self.exprs, ctx.free, forbidden=private)
         except UnsupportedExpression as err:
-            raise _Unsupported(str(err)) from None
+            raise BoxModelUnsupported(str(err)) from None
         self.vars = list(self.evaluator.inputs)
         self.domain = ctx.domains[factor.observed_container]
         self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
@@ -143,10 +157,10 @@ class BoxModel:
         if isinstance(form, NestedForm):
             info = rule_info(form.op)
             if info is None:
-                raise _Unsupported(f"no rule for the component {type(form.op).__name__}")
+                raise BoxModelUnsupported(f"no rule for the component {type(form.op).__name__}")
             subs = [self._recipe(f, info.family, n) for n, f in zip(info.param_names, form.forms)]
             return lambda R: NestedRegion(form.op, tuple(r(R) for r in subs))
-        raise _Unsupported(f"form {type(form).__name__}")
+        raise BoxModelUnsupported(f"form {type(form).__name__}")
 
     def params(self, box: dict) -> tuple:
         R = self.evaluator(box)
@@ -346,211 +360,19 @@ def _exchangeable(rv) -> bool:
     return all(all(b for b in p.type.broadcastable) for p in params)
 
 
-# --------------------------------------------------------------------------- prior mass
-class _MassModel:
-    """``log P(theta in box)`` under the prior, for boxes over ``names``.
-
-    Root RVs (no free-RV parent): the product of their exact interval masses from PyMC's
-    ``logcdf``. An RV whose parents are free RVs: its conditional interval mass, from the
-    same ``logcdf`` vectorised over the public prior draws of its parents, averaged (a
-    Rao-Blackwellised Monte Carlo estimate: no draw has to fall inside the box). Other RVs:
-    the indicator averaged over the prior draws. The estimate is unbiased; the first kind
-    is exact.
-    """
-
-    def __init__(self, names: list[str], ctx):
-        self.ctx = ctx
-        self.names = names
-        self.kind: dict[str, Any] = {}
-        self._batched: dict[str, Any] = {}
-        free = ctx.free
-        for name in names:
-            rv = free[name]
-            parents = [p for p in free.values() if p is not rv and p in set(ancestors(rv.owner.inputs, blockers=list(free.values())))]
-            if getattr(rv.owner.op, "ndim_supp", 0) != 0:
-                self.kind[name] = ("indicator", None, [])
-            else:  # the CDF is compiled when first needed (a search may need only the batched one)
-                self.kind[name] = ("root" if not parents else "child", None, [p.name for p in parents])
-
-    def _function(self, name: str):
-        """The kind of ``name``'s mass and its compiled CDF function, compiled on first use; a
-        family without a usable CDF falls back to the indicator."""
-        kind, fn, parents = self.kind[name]
-        if kind == "indicator" or fn is not None:
-            return kind, fn, parents
-        if kind == "root" and self.ctx.shapes[name] == ():
-            batched = self.batched(name)
-            if batched is not None:
-                fn = lambda lo, hi: batched(np.reshape(lo, 1), np.reshape(hi, 1))  # noqa: E731
-                self.kind[name] = (kind, fn, parents)
-                return self.kind[name]
-        try:
-            fn = self._logcdf_fn(self.ctx.free[name], [self.ctx.free[p] for p in parents])
-            self.kind[name] = (kind, fn, parents)
-        except Exception:
-            self.kind[name] = ("indicator", None, [])
-        return self.kind[name]
-
-    @staticmethod
-    def _logcdf_fn(rv, parents):
-        """``(lo, hi, *parents) -> log P(lo <= rv <= hi | parents)``, accurate in both tails: from
-        the log-CDF below the median, from the log-survival function above it."""
-        from pytensor.graph.replace import vectorize_graph
-
-        lo, hi, expr = _interval_logmass_graph(rv)
-        if not parents:
-            return pytensor.function([lo, hi], expr, on_unused_input="ignore")
-        batched = {p: pt.tensor(dtype=p.dtype, shape=(None,) + tuple(p.type.shape)) for p in parents}
-        vexpr = vectorize_graph(expr, replace=batched)
-        return pytensor.function([lo, hi, *batched.values()], vexpr, on_unused_input="ignore")
-
-    def __call__(self, box: dict) -> float:
-        return self.estimate(box)[0]
-
-    def batched(self, name: str):
-        """``(lo[K], hi[K]) -> log P(lo[k] <= rv <= hi[k])`` for a scalar root RV, compiled once
-        (None when the graph does not vectorise)."""
-        if name not in self._batched:
-            try:
-                self._batched[name] = _batched_logcdf_fn(self.ctx.free[name], self.ctx)
-            except Exception:  # pragma: no cover - a family whose logcdf does not vectorise
-                self._batched[name] = None
-        return self._batched[name]
-
-    def estimate(self, box: dict) -> tuple[float, float | None, str]:
-        """``(log mass, relative standard error or None when exact, method)``."""
-        total = 0.0
-        weights = None
-        draws = self.ctx.draws
-        for name in self.names:
-            kind, fn, parents = self._function(name)
-            lo, hi = box[name]
-            shape = self.ctx.shapes[name]
-            lo_a = np.asarray(lo, float) + np.zeros(shape)
-            hi_a = np.asarray(hi, float) + np.zeros(shape)
-            if kind == "root":
-                total += float(np.sum(np.asarray(fn(lo_a, hi_a), float)))
-            elif kind == "child":
-                args = [np.asarray(draws[p], float) for p in parents]
-                per_draw = np.asarray(fn(lo_a, hi_a, *args), float).reshape(len(args[0]), -1).sum(axis=1)
-                weights = per_draw if weights is None else weights + per_draw
-            else:
-                v = np.asarray(draws[name], float).reshape(len(draws[name]), -1)
-                inside = np.all((v >= np.asarray(lo, float).reshape(-1)) & (v <= np.asarray(hi, float).reshape(-1)), axis=1)
-                with np.errstate(divide="ignore"):
-                    w = np.log(inside.astype(float))
-                weights = w if weights is None else weights + w
-        if weights is None:
-            return total, None, "exact"
-        m = np.max(weights)
-        n = len(weights)
-        if not np.isfinite(m):
-            return -math.inf, None, f"conditional CDFs over {n} prior draws of the hierarchy"
-        scaled = np.exp(weights - m)
-        mean = float(np.mean(scaled))
-        rel_se = float(np.std(scaled) / math.sqrt(n) / mean) if mean > 0 else math.inf
-        kinds = {self.kind[name][0] for name in self.names}
-        if "child" in kinds:
-            how = f"conditional CDFs averaged over {n} public prior draws of the hyperparameters (Rao-Blackwellised Monte Carlo)"
-        else:
-            how = f"Monte Carlo over {n} public prior draws"
-        indicators = sorted(name for name in self.names if self.kind[name][0] == "indicator")
-        if indicators:
-            how += f"; {', '.join(indicators)} by the share of prior draws inside"
-        return total + float(m + math.log(mean)), rel_se, how
-
-
-def _interval_logmass_graph(rv):
-    """``(lo, hi, log P(lo <= rv <= hi))`` as a PyTensor graph of two inputs of ``rv``'s type:
-    from the log-CDF below the median, from the log-survival function above it."""
-    import pymc as pm
-
-    if getattr(rv.owner.op, "ndim_supp", 0) != 0:
-        raise ValueError("multivariate")
-    lo, hi = rv.type(), rv.type()
-    below = _log_diff_pt(pm.logcdf(rv, hi), pm.logcdf(rv, lo))
-    try:
-        above = _log_diff_pt(pm.logccdf(rv, lo), pm.logccdf(rv, hi))
-        upper = pt.gt(pm.logcdf(rv, lo), np.log(0.5))
-        expr = pt.switch(upper, above, below)
-    except Exception:  # no survival function for this family: the CDF form alone
-        expr = below
-    return lo, hi, expr
-
-
-def _batched_logcdf_fn(rv, ctx):
-    """The interval log-mass of a scalar root RV over a batch of intervals, compiled once per
-    prior in a certification: RVs of the same family with the same constant parameters
-    (``b0 ~ N(0, 10)``, ``b1 ~ N(0, 10)``, ...) share one compiled function."""
-    from pytensor.graph.replace import vectorize_graph
-    from pytensor.tensor.variable import TensorConstant
-
-    def build():
-        lo, hi, expr = _interval_logmass_graph(rv)
-        los, his = pt.vector(dtype=lo.dtype), pt.vector(dtype=hi.dtype)
-        return pytensor.function([los, his], vectorize_graph(expr, replace={lo: los, hi: his}), on_unused_input="ignore")
-
-    op = rv.owner.op
-    params = op.dist_params(rv.owner)
-    if not all(isinstance(p, TensorConstant) for p in params):
-        return build()
-    key = (type(op), str(rv.type), tuple((str(p.dtype), p.data.shape, p.data.tobytes()) for p in params))
-    return ctx.cached(("batched_interval_logmass", key), build)
-
-
-def _log_diff_pt(log_a, log_b):
-    """``log(exp(log_a) - exp(log_b))`` for ``log_a >= log_b`` (PyTensor), -inf when empty."""
-    d = pt.minimum(log_b - log_a, 0.0)
-    return pt.switch(pt.gt(log_a, log_b), log_a + pt.log1p(-pt.exp(d)), -np.inf)
-
-
-def _log_diff(log_hi, log_lo):
-    """``log(exp(log_hi) - exp(log_lo))``, elementwise, -inf where empty."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = log_hi + np.log1p(-np.exp(np.minimum(log_lo - log_hi, 0.0)))
-    return np.where(log_hi > log_lo, out, -np.inf)
-
-
-def box_log_masses(name: str, lo: np.ndarray, hi: np.ndarray, ctx) -> np.ndarray:
-    """``log`` prior masses of the intervals ``[lo[k], hi[k]]`` of the one RV ``name`` (every
-    element of it), as :func:`box_log_mass` of each, in one call of the compiled CDF for a root
-    RV of scalar shape (the oscillation solver's search)."""
-    lo, hi = np.asarray(lo, float).reshape(-1), np.asarray(hi, float).reshape(-1)
-    model = ctx.cached(("mass_model", (name,)), lambda: _MassModel([name], ctx))
-    kind, _, _ = model._function(name)
-    batched = model.batched(name) if kind == "root" and ctx.shapes[name] == () else None
-    if batched is None:
-        return np.array([model.estimate({name: (a, b)})[0] for a, b in zip(lo, hi)], float)
-    return np.asarray(batched(lo, hi), float).reshape(-1)
-
-
-def box_log_mass(box: dict, ctx) -> float:
-    """``log`` prior mass of a box (see :class:`_MassModel`)."""
-    return box_mass_estimate(box, ctx)[0]
-
-
-def box_mass_estimate(box: dict, ctx) -> tuple[float, float | None, str]:
-    """``(log mass, relative standard error or None when exact, method)`` of a box."""
-    names = sorted(box)
-    model = ctx.cached(("mass_model", tuple(names)), lambda: _MassModel(names, ctx))
-    return model.estimate(box)
-
-
 # --------------------------------------------------------------------------- the solver
 def solve_box(factor: Factor, share: float, ctx):
     """A box of the factor's free RVs on which its certified constant is at most ``share``.
 
-    Returns a :class:`~pymc_dp.truncate.FactorRegion` (solver ``"box"``), or None when the
+    Returns a :class:`~pymc_dp.constraints.FactorRegion` (solver ``"box"``), or None when the
     factor's family has no region rule or its parameters use an operation the evaluator does
     not bound (the caller then falls back to the Potential solver). Raises
-    :class:`~pymc_dp.truncate.Infeasible` when no box around the best point found fits.
+    :class:`~pymc_dp.constraints.Infeasible` when no box around the best point found fits.
     """
-    from pymc_dp.truncate import ElementIntervalConstraint, FactorRegion, Infeasible, IntervalConstraint
-
     def build():
         try:
             bm = BoxModel(factor, ctx)
-        except (_Unsupported, NoRegionRule):
+        except (BoxModelUnsupported, NoRegionRule):
             return None
         cutpoints = set()
         for form in factor.forms:
@@ -607,9 +429,6 @@ def solve_box(factor: Factor, share: float, ctx):
 def certified_floor(factor: Factor, ctx) -> float | None:
     """The family's proved smallest per-record constant (``rules.discrete.min_lipschitz``) for
     the factor's fixed parameters, or None when the family states none."""
-    from pymc_dp.rules.base import Bounds
-    from pymc_dp.rules.discrete import min_lipschitz
-
     params = []
     for form in factor.forms:
         if isinstance(form, PointForm) and not ctx.free_rvs_of(form.expr):
@@ -635,8 +454,6 @@ class _Search:
         self.axes = axes
         self.ctx = ctx
         if getattr(ctx, "reference", None) is not None:
-            from pymc_dp.reference import fit_utility
-
             self.mass = lambda box: fit_utility(box, ctx.reference)
         else:
             self.mass = lambda box: box_log_mass(box, ctx)
@@ -772,8 +589,6 @@ class _Search:
     def _model_space_minimum(self) -> np.ndarray | None:
         """The shifts of the point where the factor's per-parameter constant is least, searched in
         the model's unconstrained space (see :meth:`best_shift`); None when it cannot be run."""
-        from pymc_dp.truncate import _search_minimum
-
         ctx = self.ctx
         try:
             L = ctx.lipschitz(self.bm.factor)
@@ -784,7 +599,7 @@ class _Search:
             n = min(len(next(iter(ctx.draws.values()))), 200)
             values = np.array([float(fn(*(ctx.draws[k][i] for k in names))) for i in range(n)])
             values = np.where(np.isfinite(values), values, np.inf)
-            best, point = _search_minimum(L, names, values, ctx, starts=3)
+            best, point = search_minimum(L, names, values, ctx, starts=3)
         except Exception:  # a search that cannot run leaves the other candidates
             return None
         neutral = self._neutral_point(names)

@@ -432,7 +432,7 @@ class _Certifier:
         """Explicit truncation (docs/theory/truncation.md#explicit-bounds): each named free RV is restricted to its bounds,
         and each factor's constant is the certified sup of its rule over that box (the region
         rules of :mod:`pymc_dp.rules.region`); epsilon follows from them."""
-        from pymc_dp.boxes import BoxModel, _Unsupported
+        from pymc_dp.boxes import BoxModel, BoxModelUnsupported
         from pymc_dp.oscillation import OscillationModel
         from pymc_dp.rules.region import NoRegionRule
         from pymc_dp.truncate import FactorRegion
@@ -443,7 +443,7 @@ class _Certifier:
         for f in self.factors:
             try:
                 bm = BoxModel(f, ctx)
-            except (_Unsupported, NoRegionRule) as err:
+            except (BoxModelUnsupported, NoRegionRule) as err:
                 raise UnsupportedFactorError(
                     f"bounds=: factor {f.name!r} ({f.family}) has no rule that bounds its constant over a "
                     f"box of parameters ({err}); give epsilon= instead and let pymc_dp choose the truncation."

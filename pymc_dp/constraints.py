@@ -5,11 +5,15 @@ A factor's certified region becomes constraints (docs/theory/truncation.md#const
 :class:`ElementIntervalConstraint` (one interval per element), :class:`NormBallConstraint`
 (a weight vector in a norm ball) and :class:`PotentialConstraint` (the indicator of the
 factor's sublevel set, the general fallback). :class:`FactorRegion` holds one factor's
-constraints with the share they certify.
+constraints with the share they certify; :class:`Infeasible` says that no region meets it.
 
 What a consumer does with each kind is registered per kind, as the rules are per RV Op
 (:func:`box_of`: the box a constraint describes, for prior masses, searches and audits). A
 kind a consumer has no registration for is refused by that consumer, never guessed.
+
+Layering: the bottom of the truncation's modules (see :mod:`pymc_dp.truncate`). It imports only
+:mod:`pymc_dp.factors`; the region context, the prior masses, every solver and the model
+rewrite (:mod:`pymc_dp.rewrite`) import it.
 """
 
 from __future__ import annotations
@@ -31,9 +35,13 @@ __all__ = [
     "FactorRegion",
     "box_of",
     "constraints_box",
+    "Infeasible",
+    "TOL",
 ]
 
-_TOL = 1e-9
+#: relative slack allowed when a region's constant is checked against its share (the solvers'
+#: verifications and a Potential's indicator): rounding in the last digits, never more
+TOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -129,7 +137,7 @@ class PotentialConstraint:
     start: dict | None = field(default=None, compare=False, repr=False)
 
     def contains(self, draws):
-        return self.evaluate(draws) <= self.bound * (1 + _TOL)
+        return self.evaluate(draws) <= self.bound * (1 + TOL)
 
     def describe(self) -> str:
         return f"L_{self.factor}({', '.join(self.vars)}) <= {self.bound:.6g} (potential)"
@@ -150,6 +158,21 @@ class FactorRegion:
     #: what certifies ``share``: ``"lipschitz"`` (sup of the factor's constant over the region)
     #: or ``"oscillation"`` (half its oscillation over the region, docs/theory/oscillation.md)
     bound: str = "lipschitz"
+
+
+class Infeasible(Exception):
+    """The factor's constant cannot be brought down to its share; carries the minimum.
+
+    ``certified`` is True when the minimum is the rule's own (no parameter value does better),
+    False when it is the least value a numerical search found (the Potential fallback): then a
+    smaller constant may exist, and messages must not claim otherwise.
+    """
+
+    def __init__(self, factor: str, min_lipschitz: float, certified: bool = True):
+        super().__init__(factor, min_lipschitz)
+        self.factor = factor
+        self.min_lipschitz = min_lipschitz
+        self.certified = certified
 
 
 # --------------------------------------------------------------------------- consumers

@@ -318,12 +318,12 @@ def _hist_panel(values, inside, lo_display, hi_display, bins, region):
 
 
 def _root_univariate(pmod, name):
-    from pymc_dp.truncate import _is_root
+    from pymc_dp.region_context import is_root
 
     ctx = pmod.certification.context
     rv = ctx.free[name]
     try:
-        return rv if rv.owner.op.ndim_supp == 0 and _is_root(rv, ctx) else None
+        return rv if rv.owner.op.ndim_supp == 0 and is_root(rv, ctx) else None
     except Exception:  # pragma: no cover - unusual RV
         return None
 

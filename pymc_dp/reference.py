@@ -32,6 +32,10 @@ log-widths weighted by the admissible density at their centres, so the budget is
 the parameters as prior mass shares it, but around where admissible data put them. The kernel
 makes it finite for every box of positive width: regions that keep no draw still rank.
 Derivation and proof obligations: ``docs/theory/truncation.md#fit``.
+
+Layering: below the solvers that use it (:mod:`pymc_dp.boxes` ranks boxes by
+:func:`fit_utility`, :mod:`pymc_dp.split` ranks splits by :func:`fit_utility_of_constraints`); it
+imports only the constraints, the region context (public prior draws) and :mod:`pymc_dp.masses`.
 """
 
 from __future__ import annotations
@@ -42,7 +46,10 @@ from functools import singledispatch
 
 import numpy as np
 
+from pymc_dp.constraints import constraints_box
 from pymc_dp.domains import Ball, Box, Domain, Integers, Interval
+from pymc_dp.masses import log_diff_pt
+from pymc_dp.region_context import prior_draws
 
 __all__ = ["AdmissiblePrior", "admissible_prior", "fit_utility", "simulate_domain"]
 
@@ -104,8 +111,6 @@ def _inside_logprob_graph(factor, domain: Domain):
     import pymc as pm
     import pytensor.tensor as pt
 
-    from pymc_dp.boxes import _log_diff_pt
-
     rv = factor.rv
     if isinstance(domain, Integers):
         lo, hi = float(domain.lo) - 1.0, float(domain.hi)
@@ -119,7 +124,7 @@ def _inside_logprob_graph(factor, domain: Domain):
         log_lo = pm.logcdf(rv, pt.as_tensor(lo).astype(dtype))
     except Exception as err:
         raise ReferenceUnavailable(f"{factor.family} has no CDF in PyMC") from err
-    per_value = pt.switch(pt.isinf(pt.as_tensor(lo)) & pt.lt(pt.as_tensor(lo), 0), log_hi, _log_diff_pt(log_hi, log_lo))
+    per_value = pt.switch(pt.isinf(pt.as_tensor(lo)) & pt.lt(pt.as_tensor(lo), 0), log_hi, log_diff_pt(log_hi, log_lo))
     return pt.sum(per_value)
 
 
@@ -222,8 +227,6 @@ def admissible_prior(
     import pytensor
     import pytensor.tensor as pt
     from pytensor.graph.replace import graph_replace, vectorize_graph
-
-    from pymc_dp.truncate import prior_draws
 
     rng = np.random.default_rng(seed)
     theta = _vectorised_prior(model, int(candidates or CANDIDATES_DIRECT), seed)
@@ -367,8 +370,6 @@ def _log_gauss_mass(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def fit_utility_of_constraints(constraints, reference: AdmissiblePrior, ctx) -> float:
     """:func:`fit_utility` of the region the constraints define: its box where it is one; else
     the log of the share of reference draws inside (unsmoothed; -inf when none is)."""
-    from pymc_dp.truncate import constraints_box
-
     if not constraints:
         return 0.0
     box = constraints_box(constraints, ctx)

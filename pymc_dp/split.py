@@ -10,7 +10,7 @@ chooses the one whose intersection keeps the most prior mass.
 **Feasible set and its boundary.** A region never shrinks when its share grows, so the best
 split lifts exactly to ``Delta``. Some factors cannot go below a minimum constant ``m_j``
 (Poisson on ``Integers(0, 10)``: 2.86; Binomial: ``ln C(m, m/2)``; Normal with known sigma:
-``(b-a)^2 / (8 sigma^2)``): their solver raises :class:`~pymc_dp.truncate.Infeasible` with it.
+``(b-a)^2 / (8 sigma^2)``): their solver raises :class:`~pymc_dp.constraints.Infeasible` with it.
 The boundary above the minimums is parametrised by positive weights ``w = exp(z)``:
 
     L_j = m_j + s(w) * w_j,   s(w) = min_k (Delta - M_k) / W_k,
@@ -21,7 +21,7 @@ minimum; every boundary point with ``L > m`` is reached; ``z`` and ``z + c`` giv
 so the first log-weight is fixed at 0 and the search runs over ``J - 1`` coordinates.
 
 **Objective.** The log prior mass of the intersection of all regions: exact (in log space, no
-underflow with many truncated elements) when :func:`pymc_dp.truncate.exact_log_mass` applies,
+underflow with many truncated elements) when :func:`pymc_dp.masses.exact_log_mass` applies,
 else the log of the Monte Carlo mass over the public prior draws ``ctx.draws`` (fixed draws: a
 deterministic objective). It depends on public things only -- priors, domains, data shapes --
 never on data values.
@@ -31,6 +31,10 @@ split_budget`), or, when the equal split is infeasible, from the minimums plus a
 the rest; restarted from the best point while it improves; at most ``max_evals`` distinct
 splits are solved. The best split seen is kept, and it replaces the equal split only when it
 keeps more prior mass (by a factor of at least ``1 + 1e-7``, above the solvers' noise).
+
+Layering: the top of the truncation. It calls the driver :func:`pymc_dp.truncate.solve_factor`
+and reads the layers below it (constraints, region context, prior masses, the oscillation
+solver's probe and the fit objective); only :mod:`pymc_dp.certification` imports it.
 """
 
 from __future__ import annotations
@@ -41,20 +45,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from pytensor.graph.basic import Constant
 from scipy import optimize
 
+from pymc_dp.constraints import FactorRegion, Infeasible, constraints_box
 from pymc_dp.exceptions import BudgetExceededError
-from pymc_dp.factors import Factor
+from pymc_dp.factors import Factor, IndexForm, LinkForm, PointForm
 from pymc_dp.lift import UNITS, lift, split_budget
-from pymc_dp.truncate import (
-    FactorRegion,
-    Infeasible,
-    RegionContext,
-    constraints_box,
-    exact_log_mass,
-    prior_mass,
-    solve_factor,
-)
+from pymc_dp.masses import box_log_mass, exact_log_mass, prior_mass
+from pymc_dp.oscillation import reaches
+from pymc_dp.reference import fit_utility_of_constraints
+from pymc_dp.region_context import RegionContext, constant_params, observed_shape, plain_free_rv
+from pymc_dp.truncate import solve_factor
 
 __all__ = ["BudgetSplit", "InfeasibleBudget", "choose_split", "min_shares"]
 
@@ -120,7 +122,7 @@ class BudgetSplit:
     shares: Mapping[str, float]
     #: factor name -> ``solve_factor(f, shares[f], ctx)``
     regions: Mapping[str, FactorRegion]
-    #: prior mass of the intersection of all regions' constraints (``truncate.prior_mass``)
+    #: prior mass of the intersection of all regions' constraints (``masses.prior_mass``)
     prior_mass: float
     prior_mass_method: str
     #: "optimised", or "equal" (nothing beats it, ``optimise=False``, or one factor)
@@ -140,15 +142,13 @@ def min_shares(
     """Each factor's minimum constant: its solver's, from a tiny share (``1e-9 * Delta``, at
     least ``1e-9``).
 
-    A solver that cannot reach the tiny share raises :class:`~pymc_dp.truncate.Infeasible`
+    A solver that cannot reach the tiny share raises :class:`~pymc_dp.constraints.Infeasible`
     carrying its minimum ``m``; one that can gets 0. A minimum is kept only when the solver
     also refuses ``m (1 - 1e-6)``: otherwise the refusal was not a minimum (a numerical failure
     at the tiny share) and the factor gets 0, which only widens the search. If ``certified`` is
     given, it is filled with whether each minimum is the rule's own (True) or only the least
     value a numerical search found (False, the Potential fallback).
     """
-    from pymc_dp.oscillation import reaches
-
     probe = max(_PROBE * Delta, _PROBE_FLOOR)
     mins = {}
     for f in factors:
@@ -220,16 +220,12 @@ def _log_mass(regions, ctx) -> float:
     if not cons:
         return 0.0
     if getattr(ctx, "reference", None) is not None:
-        from pymc_dp.reference import fit_utility_of_constraints
-
         return fit_utility_of_constraints(cons, ctx.reference, ctx)
     exact = exact_log_mass(cons, ctx)
     if exact is not None:
         return exact
     box = constraints_box(cons, ctx)
     if box is not None:  # in log space: a tiny mass still ranks the candidates
-        from pymc_dp.boxes import box_log_mass
-
         return box_log_mass(box, ctx)
     p, _ = prior_mass(cons, ctx)
     return math.log(p) if p > 0 else -math.inf
@@ -433,17 +429,12 @@ def _signature(factor, ctx):
     """A key equal for factors whose regions are the same function of their share (the same
     family, domain, observed shape and parameters that are a free RV with the same constant-
     parameter prior, or the same constant), None when no such key is computed."""
-    from pytensor.graph.basic import Constant
-
-    from pymc_dp.factors import IndexForm, LinkForm, PointForm
-    from pymc_dp.truncate import _constant_params, _observed_shape, _plain_free_rv
-
     def rv_sig(expr):
-        name = _plain_free_rv(expr, ctx)
+        name = plain_free_rv(expr, ctx)
         if name is None:
             return None
         rv = ctx.free[name]
-        params = _constant_params(rv)
+        params = constant_params(rv)
         if params is None:
             return None
         return (type(rv.owner.op).__name__, tuple(p.tobytes() for p in params), tuple(ctx.shapes[name]), str(rv.dtype),
@@ -468,7 +459,7 @@ def _signature(factor, ctx):
         else:
             return None
         parts.append((link, sig))
-    return (type(factor.op).__name__, ctx.domains[factor.observed_container], _observed_shape(factor, ctx), tuple(parts))
+    return (type(factor.op).__name__, ctx.domains[factor.observed_container], observed_shape(factor, ctx), tuple(parts))
 
 
 def _separable(factors, equal_regions, ctx) -> bool:

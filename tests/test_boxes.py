@@ -15,8 +15,8 @@ import pytensor
 import pytest
 
 import pymc_dp
-from pymc_dp.boxes import box_mass_estimate
-from pymc_dp.truncate import ElementIntervalConstraint, IntervalConstraint, constraints_box
+from pymc_dp.masses import box_mass_estimate
+from pymc_dp.truncate import ElementIntervalConstraint, constraints_box
 
 RNG = np.random.default_rng(3)
 N = 40

@@ -114,7 +114,7 @@ def test_the_vectorised_search_agrees_with_the_scalar_evaluation(family):
     """``oscillations`` of many intervals equals ``oscillation`` of each; every upper end
     ``_largest_uppers`` returns is feasible by the scalar evaluation and maximal to 1e-6; the
     batched prior masses equal the one-box masses."""
-    from pymc_dp.boxes import box_log_mass, box_log_masses
+    from pymc_dp.masses import box_log_mass, box_log_masses
     from pymc_dp.oscillation import _largest_uppers
 
     factor, ctx, om = _oscillation_setup(family)
@@ -144,9 +144,10 @@ def test_the_vectorised_search_agrees_with_the_scalar_evaluation(family):
 def test_the_oscillation_region_keeps_at_least_the_constants_mass(family, share):
     """The constant's sublevel interval ``{L <= share}`` has oscillation ``<= 2 share``, so the
     oscillation search ranges over it: the search's region keeps at least its mass."""
-    from pymc_dp.boxes import box_log_mass
+    from pymc_dp.masses import box_log_mass
     from pymc_dp.oscillation import solve_oscillation
-    from pymc_dp.truncate import Infeasible, constraints_box, solve_scalar
+    from pymc_dp.scalar import solve_scalar
+    from pymc_dp.truncate import Infeasible, constraints_box
 
     factor, ctx, om = _oscillation_setup(family)
     by_osc = solve_oscillation(factor, share, ctx)

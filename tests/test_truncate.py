@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pytest
 
+from pymc_dp.masses import _exact_mass
 from pymc_dp.truncate import (
     Infeasible,
-    _exact_mass,
     exact_log_mass,
     prior_mass,
     solve_factor,
