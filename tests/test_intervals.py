@@ -131,7 +131,7 @@ def test_unpacked_cholesky_times_free_matrix_is_sound():
     (``AdvancedSetSubtensor``), times a free matrix. Brute force over the box's points (corners
     included); the interval of each entry is exact here (each is a sum of products of distinct
     box coordinates, multilinear, extreme at corners)."""
-    with pm.Model() as m:
+    with pm.Model():
         packed = pm.Normal("packed", shape=3)
         z = pm.Normal("z", shape=(2, 4))
         chol = pm.expand_packed_triangular(2, packed, lower=True)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pymc_dp
-from tests import models
 from pymc_dp.lift import lift, split_budget
+from tests import models
 
 
 def test_lift_units():

@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 import time
 
-from tests import models as M
 import numpy as np
 import pytest
 
-from pymc_dp.oscillation import OscillationModel
-
 from pymc_dp.lift import lift, split_budget
+from pymc_dp.oscillation import OscillationModel
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import (
     Infeasible,
@@ -22,6 +20,7 @@ from pymc_dp.truncate import (
     prior_mass,
     solve_factor,
 )
+from tests import models as M
 
 
 def _reads(factors):
@@ -178,7 +177,6 @@ def _oscillation_brute(factor, region, ctx):
     equal), every element of the observed value set to each candidate record."""
     import pymc as pm
     import pytensor
-    import pytensor.tensor as pt
 
     (c,) = region.constraints
     rv = ctx.free[c.var]
