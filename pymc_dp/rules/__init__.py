@@ -1,7 +1,6 @@
 """Per-family Lipschitz rules, registered by RV Op (see :mod:`pymc_dp.rules.base`)."""
 
 from pymc_dp.rules import categorical, censored, continuous, count, discrete, mixture, timeseries  # noqa: F401  (registers the rules)  # noqa: F401
-from pymc_dp.rules._xp import NP, PT
 from pymc_dp.rules.base import (
     Bounds,
     Nested,
@@ -12,6 +11,7 @@ from pymc_dp.rules.base import (
     register_rule,
     rule_info,
 )
+from pymc_dp.rules.namespaces import NP, PT
 from pymc_dp.rules.region import (
     BranchAndBound,
     NestedRegion,

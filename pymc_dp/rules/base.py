@@ -122,7 +122,7 @@ def log_density_range(op, domain: Domain, params: tuple[Bounds, ...], xp) -> tup
     params : tuple of Bounds
         The distribution parameters in the Op's order (``op.dist_params(node)``).
     xp : namespace
-        ``pymc_dp.rules._xp.NP`` or ``PT``.
+        ``pymc_dp.rules.namespaces.NP`` or ``PT``.
     """
     raise UnsupportedFactorError(f"no Lipschitz rule is registered for {type(op).__name__}")
 

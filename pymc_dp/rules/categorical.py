@@ -1,4 +1,6 @@
-"""Categorical likelihoods: ``p`` on the simplex, through a softmax, or from PyMC's ordinal models.
+"""Catalogue of same-shaped rules (range, Lipschitz constant, region, floor) registered by singledispatch on the RV Op.
+
+Categorical likelihoods: ``p`` on the simplex, through a softmax, or from PyMC's ordinal models.
 
 One rule, registered for PyTensor's ``CategoricalRV`` (it replaces ``discrete.categorical_range``,
 whose behaviour it keeps for the natural space), reads the parameter ``p`` on one of four scales
@@ -37,9 +39,9 @@ from pytensor.tensor.special import Softmax
 
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
-from pymc_dp.rules._xp import NP
 from pymc_dp.rules.base import Bounds, integer_domain, register_lipschitz, register_rule
 from pymc_dp.rules.discrete import min_lipschitz
+from pymc_dp.rules.namespaces import NP
 from pymc_dp.rules.region import (
     NoRegionRule,
     RegionSpec,

@@ -45,7 +45,6 @@ from pytensor.tensor.random.basic import (
 
 from pymc_dp.domains import Integers
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
-from pymc_dp.rules._xp import NP
 from pymc_dp.rules.base import (
     Bounds,
     Nested,
@@ -56,6 +55,7 @@ from pymc_dp.rules.base import (
     rule_info,
 )
 from pymc_dp.rules.continuous import region_location, region_span
+from pymc_dp.rules.namespaces import NP
 from pymc_dp.rules.region import (
     NestedRegion,
     NoRegionRule,
@@ -72,7 +72,7 @@ _LOG_2 = float(np.log(2.0))
 
 
 def _special(xp, name: str):
-    """A special function of the namespace (``_xp`` does not carry these)."""
+    """A special function of the namespace (:mod:`~pymc_dp.rules.namespaces` does not carry these)."""
     if xp.name == "numpy":
         return {"gammainc": sp.gammainc, "gammaincc": sp.gammaincc, "betainc": sp.betainc,
                 "arctan2": np.arctan2}[name]

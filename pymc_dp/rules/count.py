@@ -24,22 +24,24 @@ from pytensor.tensor.random.basic import BetaBinomialRV, NegBinomialRV
 from scipy.special import digamma, gammaln
 
 from pymc_dp.exceptions import UnsupportedFactorError
-from pymc_dp.rules._xp import NP
 from pymc_dp.rules.base import Bounds, element_lipschitz, integer_domain, register_rule
 from pymc_dp.rules.discrete import (
-    _check_trials_domain,
-    _constant_floor,
-    _expand,
-    _fixed_params,
-    _fixed_value,
-    _floor,
-    _known_trials,
-    _point,
-    _profile_candidates,
-    _values,
     link_region,
     min_lipschitz,
 )
+from pymc_dp.rules.integer_helpers import (
+    check_trials_domain,
+    constant_floor,
+    domain_values,
+    fixed_params,
+    fixed_value,
+    floor_with_margin,
+    known_trials,
+    point_value,
+    profile_candidates,
+    value_axis,
+)
+from pymc_dp.rules.namespaces import NP
 from pymc_dp.rules.region import BranchAndBound, NoRegionRule, RegionSpec, Span, register_region
 
 __all__ = [
@@ -57,7 +59,7 @@ POISSON_ALPHA = 1e10
 # =========================================================================== NegativeBinomial
 
 
-def _nb_logpmf(y, alpha, s, xp):
+def nb_logpmf(y, alpha, s, xp):
     """``ln NB(y; alpha, p)`` as PyMC computes it, with ``s = ln(mu / alpha) = logit(1 - p)``.
 
     ``ln p = -softplus(s)``, ``ln(1 - p) = -softplus(-s)``:
@@ -78,7 +80,7 @@ def _nb_logpmf(y, alpha, s, xp):
     return xp.where(alpha > POISSON_ALPHA, poisson, nb)
 
 
-def _nb_window(p: Bounds, alpha, xp):
+def nb_window(p: Bounds, alpha, xp):
     """``(s_lo, s_hi)``, ``s = ln(mu / alpha)``, from ``p`` on the natural or log-mean scale."""
     if p.space == "log-mean":
         log_alpha = xp.log(alpha)
@@ -131,12 +133,12 @@ def negative_binomial_range(op, domain, params, xp):
     """
     lo_x, hi_x = integer_domain(domain, "NegativeBinomial")
     n, p = params
-    alpha = xp.asarray(_point(n, "NegativeBinomial", "n (alpha)"))
-    s_lo, s_hi = _nb_window(p, alpha, xp)
+    alpha = xp.asarray(point_value(n, "NegativeBinomial", "n (alpha)"))
+    s_lo, s_hi = nb_window(p, alpha, xp)
     lo = None
     for y in (float(lo_x), float(hi_x)):
         for s in (s_lo, s_hi):
-            v = _nb_logpmf(y, alpha, s, xp)
+            v = nb_logpmf(y, alpha, s, xp)
             lo = v if lo is None else xp.minimum(lo, v)
     # candidates only steer the search (each is evaluated exactly): cap e^s far above any domain
     e_s = xp.exp(xp.minimum(s_lo, 700.0))
@@ -146,9 +148,9 @@ def negative_binomial_range(op, domain, params, xp):
     log_alpha = xp.log(alpha)
     hi = None
     # mode + {-1..2} and y_c + {-1..2}, clipped to the domain
-    for y in _profile_candidates(mode + 1.0, lo_x, hi_x, xp) + _profile_candidates(y_c + 1.0, lo_x, hi_x, xp):
+    for y in profile_candidates(mode + 1.0, lo_x, hi_x, xp) + profile_candidates(y_c + 1.0, lo_x, hi_x, xp):
         s_y = xp.where(y > 0, xp.clip(xp.log(xp.maximum(y, 1.0)) - log_alpha, s_lo, s_hi), s_lo)
-        v = _nb_logpmf(y, alpha, s_y, xp)
+        v = nb_logpmf(y, alpha, s_y, xp)
         hi = v if hi is None else xp.maximum(hi, v)
     return lo, hi
 
@@ -274,10 +276,10 @@ def negative_binomial_min_lipschitz(op, domain, params) -> float | None:
     A free alpha: None (alpha = 1, p -> 0 makes L -> 0). A window of ``ln mu`` only widens the
     range (lemma B): the floor holds for regressions too.
     """
-    fixed = _fixed_params(params)
+    fixed = fixed_params(params)
     if fixed is not None:
-        return _constant_floor(op, domain, fixed)
-    fixed_alpha = _fixed_value(params[0])
+        return constant_floor(op, domain, fixed)
+    fixed_alpha = fixed_value(params[0])
     if fixed_alpha is None:
         return None
     alpha = fixed_alpha[0]
@@ -307,7 +309,7 @@ def negative_binomial_min_lipschitz(op, domain, params) -> float | None:
         gammaln(hi + 1.0) + hi * abs(t_pois) + np.exp(t_pois),
         np.abs(gammaln(hi + a)) + np.abs(gammaln(a)),
     )
-    return _floor(np.where(alpha > POISSON_ALPHA, L_pois, nb), scale=scale)
+    return floor_with_margin(np.where(alpha > POISSON_ALPHA, L_pois, nb), scale=scale)
 
 
 # =========================================================================== BetaBinomial
@@ -341,12 +343,12 @@ def beta_binomial_range(op, domain, params, xp):
     """
     lo_x, hi_x = integer_domain(domain, "BetaBinomial")
     n, a, b = params
-    n = _point(n, "BetaBinomial", "n")
-    a = _point(a, "BetaBinomial", "alpha")
-    b = _point(b, "BetaBinomial", "beta")
-    _check_trials_domain("BetaBinomial", domain, lo_x, hi_x, _known_trials(n, xp))
-    y = _values(lo_x, hi_x, xp)
-    n_e, a_e, b_e = _expand(n, xp), _expand(a, xp), _expand(b, xp)
+    n = point_value(n, "BetaBinomial", "n")
+    a = point_value(a, "BetaBinomial", "alpha")
+    b = point_value(b, "BetaBinomial", "beta")
+    check_trials_domain("BetaBinomial", domain, lo_x, hi_x, known_trials(n, xp))
+    y = domain_values(lo_x, hi_x, xp)
+    n_e, a_e, b_e = value_axis(n, xp), value_axis(a, xp), value_axis(b, xp)
     vals = _beta_binomial_logpmf(y, n_e, a_e, b_e, xp)
     inside = y <= n_e
     hi = xp.amax(xp.where(inside, vals, -np.inf), axis=-1)
@@ -383,5 +385,5 @@ def beta_binomial_min_lipschitz(op, domain, params) -> float | None:
     """BetaBinomial: the constant itself when n, alpha and beta are fixed; otherwise None (with
     both shapes free, ``a = b = 1`` gives the uniform pmf and L = 0; with one free no floor is
     stated)."""
-    fixed = _fixed_params(params)
-    return None if fixed is None else _constant_floor(op, domain, fixed)
+    fixed = fixed_params(params)
+    return None if fixed is None else constant_floor(op, domain, fixed)

@@ -32,8 +32,20 @@ from pytensor.tensor.random.basic import (
 )
 
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
-from pymc_dp.rules._xp import NP
 from pymc_dp.rules.base import Bounds, element_lipschitz, integer_domain, register_rule, rule_info
+from pymc_dp.rules.integer_helpers import (
+    check_trials_domain,
+    constant_floor,
+    domain_values,
+    fixed_params,
+    fixed_value,
+    floor_with_margin,
+    known_trials,
+    point_value,
+    profile_candidates,
+    value_axis,
+)
+from pymc_dp.rules.namespaces import NP
 from pymc_dp.rules.region import (
     BranchAndBound,
     NoRegionRule,
@@ -43,15 +55,6 @@ from pymc_dp.rules.region import (
     certified_sup_1d,
     register_region,
 )
-
-
-def _point(bounds: Bounds, family: str, name: str):
-    """The value of a parameter that may not read private data (not in ``range_params``)."""
-    if not bounds.is_point:
-        raise UnsupportedFactorError(
-            f"the {family} parameter {name!r} cannot read private data"
-        )
-    return bounds.lo
 
 
 def _logit_bounds(p: Bounds, xp):
@@ -123,44 +126,6 @@ def _binomial_logpmf_logit(x, n, u, xp):
     )
 
 
-def _expand(x, xp):
-    """``x[..., None]``: a trailing axis along which the data values are enumerated."""
-    return xp.asarray(x)[..., None]
-
-
-def _values(lo: int, hi: int, xp):
-    """The integers ``lo..hi`` as a float64 vector (the enumeration axis)."""
-    return xp.asarray(np.arange(lo, hi + 1, dtype=float))
-
-
-def _known_trials(n, xp):
-    """The numbers of trials as a NumPy array when they are known (NP, or a PT constant)."""
-    return np.asarray(n, dtype=float) if xp.name == "numpy" else _constant_value(n)
-
-
-def _check_trials_domain(family: str, domain, lo_x: int, hi_x: int, n_known) -> None:
-    """Refuse a domain above every row's number of trials, or starting above some row's.
-
-    A record above its row's n has probability 0: the posterior of such a neighbour does not
-    exist. Rows with ``n < hi`` are handled by clipping the domain at their own n (the records a
-    row can hold); a domain reaching above the largest n, or starting above the smallest, is a
-    declaration error.
-    """
-    if n_known is None:
-        return
-    if hi_x > np.max(n_known):
-        raise DomainError(
-            f"the declared domain {domain} reaches above the number of trials n = "
-            f"{np.max(n_known):g}: {family} data lie in {{0..n}}; declare Integers(0, {int(np.max(n_known))})"
-        )
-    if lo_x > np.min(n_known):
-        raise DomainError(
-            f"the declared domain {domain} starts above the number of trials n = "
-            f"{np.min(n_known):g} of some element: no record of that element lies in the domain; "
-            f"declare Integers(lo, hi) with lo <= {int(np.min(n_known))}"
-        )
-
-
 @register_rule(BinomialRV, "Binomial", ("n", "p"), range_params=("p",))
 def binomial_range(op, domain, params, xp):
     """Binomial(n, p), x in {lo..hi} inside {0..n} (a domain above n is refused).
@@ -186,7 +151,7 @@ def binomial_range(op, domain, params, xp):
     if not n.is_point:
         raise UnsupportedFactorError("the Binomial number of trials n cannot read private data")
     n = n.lo
-    _check_trials_domain("Binomial", domain, lo_x, hi_x, _known_trials(n, xp))
+    check_trials_domain("Binomial", domain, lo_x, hi_x, known_trials(n, xp))
     hi_eff = xp.minimum(float(hi_x), n)
     ends = (xp.asarray(float(lo_x)), hi_eff)
     if p.is_point and p.space == "natural":
@@ -205,31 +170,14 @@ def binomial_range(op, domain, params, xp):
         for u in (u_lo, u_hi):
             v = _binomial_logpmf_logit(e, n, u, xp)
             lo = v if lo is None else xp.minimum(lo, v)
-    x = _values(lo_x, hi_x, xp)
-    n_e = _expand(n, xp)
+    x = domain_values(lo_x, hi_x, xp)
+    n_e = value_axis(n, xp)
     # logit(x / n), finite at x = 0 and x = n (about -+690: the clip then picks the window's end,
     # up to a change of ln pmf below 1e-290)
     peak = xp.log(xp.maximum(x, 1e-300)) - xp.log(xp.maximum(n_e - x, 1e-300))
-    u_x = xp.clip(peak, _expand(u_lo, xp), _expand(u_hi, xp))
+    u_x = xp.clip(peak, value_axis(u_lo, xp), value_axis(u_hi, xp))
     vals = xp.where(x <= n_e, _binomial_logpmf_logit(x, n_e, u_x, xp), -np.inf)
     return lo, xp.amax(vals, axis=-1)
-
-
-def _constant_value(var):
-    from pytensor.graph.basic import Constant
-
-    try:
-        from pytensor.tensor.basic import get_underlying_scalar_constant_value
-    except ImportError:  # pragma: no cover
-        get_underlying_scalar_constant_value = None
-    if isinstance(var, Constant):
-        return np.asarray(var.data, dtype=float)
-    if get_underlying_scalar_constant_value is not None:
-        try:
-            return np.asarray(get_underlying_scalar_constant_value(var), dtype=float)
-        except Exception:
-            return None
-    return None
 
 
 @register_rule(CategoricalRV, "Categorical", ("p",), range_params=("p",))
@@ -283,12 +231,6 @@ def _log_mean_bounds(mu: Bounds, family: str, xp):
     return lo, (lo if mu.is_point else xp.log(xp.maximum(xp.asarray(mu.hi), 0.0)))
 
 
-def _profile_candidates(first, lo_x: int, hi_x: int, xp):
-    """``first + {-2, -1, 0, 1}`` clipped to ``{lo..hi}``: the integer where a window's profile
-    peaks (see the Poisson and NegativeBinomial rules), with a margin for rounding in ``first``."""
-    return [xp.clip(first + k, float(lo_x), float(hi_x)) for k in (-2.0, -1.0, 0.0, 1.0)]
-
-
 @register_rule(PoissonRV, "Poisson", ("mu",), range_params=("mu",))
 def poisson_range(op, domain, params, xp):
     """Poisson(mu), x in {lo..hi}; ``mu`` a point, or a window of ``t = ln mu``
@@ -336,7 +278,7 @@ def poisson_range(op, domain, params, xp):
     # the candidates only steer the search: e^{t_lo} is capped where it lies far above any domain
     first = xp.floor(xp.exp(xp.minimum(t_lo, 700.0)))
     hi = None
-    for y in _profile_candidates(first, lo_x, hi_x, xp):
+    for y in profile_candidates(first, lo_x, hi_x, xp):
         t_y = xp.where(y > 0, xp.clip(xp.log(xp.maximum(y, 1.0)), t_lo, t_hi), t_lo)
         v = _poisson_logpmf_log(y, t_y, xp)
         hi = v if hi is None else xp.maximum(hi, v)
@@ -353,7 +295,7 @@ def geometric_range(op, domain, params, xp):
     """
     lo_x, hi_x = integer_domain(domain, "Geometric", support_lo=1)
     (p,) = params
-    p = _point(p, "Geometric", "p")
+    p = point_value(p, "Geometric", "p")
     # (k - 1) ln(1 - p) with 0 * ln 0 = 0 (p = 1 at a region's end)
     hi = xp.log(p) + ((lo_x - 1.0) * xp.log1p(-p) if lo_x > 1 else 0.0)
     lo = xp.log(p) + ((hi_x - 1.0) * xp.log1p(-p) if hi_x > 1 else 0.0)
@@ -567,46 +509,10 @@ def min_lipschitz(op, domain, params: tuple) -> float | None:
     return None
 
 
-def _fixed_value(p) -> tuple[np.ndarray, str] | None:
-    """``(value, space)`` of a parameter held fixed, None when it is free."""
-    if p is None or isinstance(p, Window):
-        return None
-    if isinstance(p, Bounds):
-        return (np.asarray(p.lo, dtype=float), p.space) if p.is_point else None
-    if isinstance(p, Span):
-        return (np.asarray(p.lo, dtype=float), "natural") if p.is_point else None
-    return np.asarray(p, dtype=float), "natural"
-
-
-def _floor(values, scale=0.0) -> float | None:
-    """The smallest element less a rounding margin (``1e-9 (1 + m)``, plus ``1e-13`` times the
-    size ``scale`` of the log-gamma terms the value was computed from): never state more than is
-    proved. None unless positive."""
-    v = np.asarray(values, dtype=float)
-    if v.size == 0 or np.any(np.isnan(v)):
-        return None
-    m = float(np.min(v))
-    m -= 1e-9 * (1.0 + abs(m)) + 1e-13 * float(np.max(scale))
-    return m if m > 0 else None
-
-
-def _fixed_params(params) -> tuple[Bounds, ...] | None:
-    """Every parameter as a point Bounds when all are fixed, else None."""
-    fixed = [_fixed_value(p) for p in params]
-    if any(f is None for f in fixed):
-        return None
-    return tuple(Bounds.point(v, s) for v, s in fixed)
-
-
-def _constant_floor(op, domain, params) -> float | None:
-    """The floor when every parameter is fixed: the constant itself (its smallest element)."""
-    return _floor(element_lipschitz(op, domain, params, NP))
-
-
 def _floor_if_fixed(op, domain, params) -> float | None:
     """Families whose constant goes to 0 with a free parameter: a floor only when all are fixed."""
-    fixed = _fixed_params(params)
-    return None if fixed is None else _constant_floor(op, domain, fixed)
+    fixed = fixed_params(params)
+    return None if fixed is None else constant_floor(op, domain, fixed)
 
 
 # Bernoulli: L = |logit p| is 0 at p = 1/2; Geometric: L = -(hi - lo) ln(1 - p) -> 0 as p -> 0.
@@ -638,9 +544,9 @@ def poisson_min_lipschitz(op, domain, params) -> float | None:
     ``ln mu`` only widens the range (lemma B), so the floor holds for Poisson regression too.
     None on a one- or two-value domain (``L(mu*) = 0``).
     """
-    fixed = _fixed_params(params)
+    fixed = fixed_params(params)
     if fixed is not None:
-        return _constant_floor(op, domain, fixed)
+        return constant_floor(op, domain, fixed)
     lo, hi = integer_domain(domain, "Poisson")
     if hi == lo:
         return None
@@ -648,7 +554,7 @@ def poisson_min_lipschitz(op, domain, params) -> float | None:
 
     u_star = (gammaln(hi + 1.0) - gammaln(lo + 1.0)) / (hi - lo)
     L = element_lipschitz(op, domain, (Bounds.point(np.float64(u_star), "log-mean"),), NP)
-    return _floor(L, scale=gammaln(hi + 1.0) + hi * abs(u_star) + math.exp(u_star))
+    return floor_with_margin(L, scale=gammaln(hi + 1.0) + hi * abs(u_star) + math.exp(u_star))
 
 
 @min_lipschitz.register(BinomialRV)
@@ -660,15 +566,15 @@ def binomial_min_lipschitz(op, domain, params) -> float | None:
     :func:`_log_linear_floor_point` (``ln C(n, x)`` concave). On ``{0..n}``, ``u* = 0`` and the
     floor is ``ln C(n, floor(n/2))`` (docs/theory/families.md#binomial; n = 10: 5.53). A free n: None.
     """
-    fixed = _fixed_params(params)
+    fixed = fixed_params(params)
     if fixed is not None:
-        return _constant_floor(op, domain, fixed)
-    fixed_n = _fixed_value(params[0])
+        return constant_floor(op, domain, fixed)
+    fixed_n = fixed_value(params[0])
     if fixed_n is None:
         return None
     n = fixed_n[0]
     lo, hi = integer_domain(domain, "Binomial")
-    _check_trials_domain("Binomial", domain, lo, hi, n)
+    check_trials_domain("Binomial", domain, lo, hi, n)
     from scipy.special import gammaln
 
     h = np.minimum(float(hi), n)
@@ -678,4 +584,4 @@ def binomial_min_lipschitz(op, domain, params) -> float | None:
 
     u_star, wide = _log_linear_floor_point(ln_c(float(lo)), ln_c(h), lo, h)
     L = element_lipschitz(op, domain, (Bounds.point(n), Bounds.point(u_star, "logit")), NP)
-    return _floor(np.where(wide, L, 0.0), scale=gammaln(n + 1.0) + n * np.abs(u_star))
+    return floor_with_margin(np.where(wide, L, 0.0), scale=gammaln(n + 1.0) + n * np.abs(u_star))

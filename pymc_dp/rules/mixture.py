@@ -1,4 +1,6 @@
-"""Rules for mixtures: ``pm.Mixture`` / ``pm.NormalMixture``, zero-inflated and hurdle families.
+"""Catalogue of same-shaped rules (range, Lipschitz constant, region, floor) registered by singledispatch on the RV Op.
+
+Rules for mixtures: ``pm.Mixture`` / ``pm.NormalMixture``, zero-inflated and hurdle families.
 
 PyMC builds all of them as one ``SymbolicRandomVariable`` whose ``dist_params`` are the weights
 and the components:
@@ -56,7 +58,6 @@ from pytensor.tensor.random.basic import NegBinomialRV, PoissonRV
 
 from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
-from pymc_dp.rules._xp import NP
 from pymc_dp.rules.base import (
     Bounds,
     Nested,
@@ -66,6 +67,7 @@ from pymc_dp.rules.base import (
     register_rule,
     rule_info,
 )
+from pymc_dp.rules.namespaces import NP
 from pymc_dp.rules.region import (
     NestedRegion,
     NoRegionRule,
@@ -652,21 +654,21 @@ def hurdle_negative_binomial_range(domain: Integers, ln_w0, ln_w1, base: Nested,
       candidates ``mode + {-1, 0, 1}`` and ``y_c + {-1, 0, 1}`` (clipped to the domain, each
       value ``h(y, t_lo) <= G(y)``) absorb rounding.
 
-    The zero adds ``ln w_0``. Exact. The NB log-pmf is :func:`pymc_dp.rules.count._nb_logpmf`
+    The zero adds ``ln w_0``. Exact. The NB log-pmf is :func:`pymc_dp.rules.count.nb_logpmf`
     (PyMC's, including its switch to the Poisson above alpha = 1e10).
     """
     n, p = base.params
     try:
-        from pymc_dp.rules.count import _nb_logpmf, _nb_window
+        from pymc_dp.rules.count import nb_logpmf, nb_window
     except ImportError:  # pragma: no cover - the NegativeBinomial rule's helpers moved
         return hurdle_discrete_range(domain, ln_w0, ln_w1, base, xp)
     if p.is_point or domain.lo >= 2 or not n.is_point:
         return hurdle_discrete_range(domain, ln_w0, ln_w1, base, xp)
     alpha = xp.asarray(n.lo)
-    s_lo, s_hi = _nb_window(p, alpha, xp)
+    s_lo, s_hi = nb_window(p, alpha, xp)
 
     def h(y, s):
-        return _nb_logpmf(y, alpha, s, xp) - _log1mexp(_nb_logpmf(0.0, alpha, s, xp), xp)
+        return nb_logpmf(y, alpha, s, xp) - _log1mexp(nb_logpmf(0.0, alpha, s, xp), xp)
 
     los, his = [], []
     if domain.lo <= 0 <= domain.hi:
@@ -679,7 +681,7 @@ def hurdle_negative_binomial_range(domain: Integers, ln_w0, ln_w1, base: Nested,
         e_s = xp.exp(xp.minimum(s_lo, 700.0))
         mu_lo = alpha * e_s
         mode = xp.floor(xp.maximum(alpha - 1.0, 0.0) * e_s)
-        m_lo = mu_lo / xp.exp(_log1mexp(_nb_logpmf(0.0, alpha, s_lo, xp), xp))
+        m_lo = mu_lo / xp.exp(_log1mexp(nb_logpmf(0.0, alpha, s_lo, xp), xp))
         y_c = -xp.floor(-xp.minimum(m_lo, xp.asarray(1e300))) - 1.0
         tops = [
             h(xp.clip(c + k, float(ya), float(hi_x)), s_lo) for c in (mode, y_c) for k in (-1.0, 0.0, 1.0)

@@ -50,8 +50,8 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from pymc_dp.exceptions import UnsupportedFactorError
-from pymc_dp.rules._xp import NP
 from pymc_dp.rules.base import Bounds, Nested, element_lipschitz, rule_info
+from pymc_dp.rules.namespaces import NP
 
 __all__ = [
     "Span",

@@ -1,4 +1,6 @@
-"""The rule for ``pm.AR``: autoregressive series whose record is one observation ``y_t``.
+"""Catalogue of same-shaped rules (range, Lipschitz constant, region, floor) registered by singledispatch on the RV Op.
+
+The rule for ``pm.AR``: autoregressive series whose record is one observation ``y_t``.
 
 Privacy unit. A record is one time point ``y_t`` of an observed series: neighbouring series
 differ in one value, every value lies in the public domain ``[a, b]``. Changing ``y_t`` moves
@@ -92,7 +94,6 @@ from pymc.distributions.timeseries import AutoRegressiveRV, RandomWalkRV
 from pytensor.tensor.random.basic import NormalRV
 
 from pymc_dp.exceptions import UnsupportedFactorError
-from pymc_dp.rules._xp import NP
 from pymc_dp.rules.base import (
     Bounds,
     Nested,
@@ -102,6 +103,7 @@ from pymc_dp.rules.base import (
     register_lipschitz,
     register_rule,
 )
+from pymc_dp.rules.namespaces import NP
 from pymc_dp.rules.region import (
     NestedRegion,
     NoRegionRule,
