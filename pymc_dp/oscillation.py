@@ -21,6 +21,11 @@ region)``, wherever the region lies. This solver therefore chooses the interval 
   constant's solvers, which raise its message.
 
 The region's certificate rests on the final evaluation alone, never on the search.
+
+Layering: a solver. It imports the constraints, the region context, the prior masses
+(:mod:`pymc_dp.masses`, batched over intervals) and the factors, interval evaluator and
+oscillation rules below them; the driver :mod:`pymc_dp.truncate` tries it first, and
+:mod:`pymc_dp.split` asks :func:`reaches` whether a factor's least constant is 0.
 """
 
 from __future__ import annotations
@@ -28,10 +33,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pytensor.compile.sharedvalue import SharedVariable
 from scipy import special
 
-from pymc_dp.factors import Factor, PointForm
+from pymc_dp.constraints import FactorRegion, IntervalConstraint
+from pymc_dp.factors import Factor, PointForm, strip_casts
 from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
+from pymc_dp.masses import box_log_masses
+from pymc_dp.region_context import plain_free_rv
+from pymc_dp.rules import NP, Bounds, element_lipschitz
 from pymc_dp.rules.oscillation import NaturalParameter, natural_parameter, oscillation
 
 __all__ = ["solve_oscillation", "OscillationModel", "reaches"]
@@ -50,10 +60,8 @@ class OscillationModel:
         self.obs_shape = _observed_shape(factor.observed, ctx)
         # the parameter is the free RV itself (up to float64 casts and broadcasting): its range
         # over [lo, hi] is [lo, hi], without the interval evaluator (the solver's hot path)
-        from pymc_dp.truncate import _plain_free_rv
-
         rv = ctx.free[name]
-        self.plain = _plain_free_rv(expr, ctx) == name and expr.dtype == "float64" and rv.dtype == "float64"
+        self.plain = plain_free_rv(expr, ctx) == name and expr.dtype == "float64" and rv.dtype == "float64"
 
     @classmethod
     def build(cls, factor: Factor, ctx) -> "OscillationModel | None":
@@ -91,9 +99,6 @@ class OscillationModel:
         Bernoulli domain beyond {0, 1}, a Binomial count above n are refused there): the rule is
         evaluated once, numerically, at the prior median of the free RV. Where it refuses, the
         factor is left to the constant's solvers, which raise the rule's message."""
-        from pymc_dp.rules.namespaces import NP
-        from pymc_dp.rules.base import Bounds, element_lipschitz
-
         median = float(np.median(np.asarray(self.ctx.draws[self.name], float)))
         if self.plain:
             value = np.float64(median)
@@ -166,10 +171,6 @@ class OscillationModel:
 def _observed_shape(observed, ctx) -> tuple[int, ...]:
     """The observed value's shape: static when PyTensor knows it, the container's value's shape
     for ``pm.Data``, else evaluated (compiling a function: the slow path)."""
-    from pytensor.compile.sharedvalue import SharedVariable
-
-    from pymc_dp.factors import strip_casts
-
     if all(d is not None for d in observed.type.shape):
         return tuple(int(d) for d in observed.type.shape)
     base = strip_casts(observed)
@@ -259,12 +260,9 @@ def reaches(factor: Factor, share: float, ctx) -> bool:
 def solve_oscillation(factor: Factor, share: float, ctx):
     """The interval of most prior mass whose half-oscillation is at most ``share``, or None.
 
-    Returns a :class:`~pymc_dp.truncate.FactorRegion` (solver ``"interval"``, ``bound =
+    Returns a :class:`~pymc_dp.constraints.FactorRegion` (solver ``"interval"``, ``bound =
     "oscillation"``), or None when the factor has no closed-form oscillation (see
     :meth:`OscillationModel.build`)."""
-    from pymc_dp.boxes import box_log_masses
-    from pymc_dp.truncate import FactorRegion, IntervalConstraint
-
     om = OscillationModel.of(factor, ctx)
     if om is None or share <= 0:
         return None
