@@ -9,8 +9,8 @@ from pymc.initial_point import make_initial_point_fn
 from pymc.model.fgraph import fgraph_from_model
 
 import pymc_dp
-from tests import models
 from pymc_dp.sampling import posterior_only, run_mcmc
+from tests import models
 
 RUN = dict(draws_per_chain=4, tune=100, chains=2, cores=1, random_seed=2)
 

@@ -28,11 +28,11 @@ from pytensor.tensor.random.basic import (
     PoissonRV,
 )
 
+from pymc_dp.constraints import IntervalConstraint, NormBallConstraint, PotentialConstraint
 from pymc_dp.domains import Integers
 from pymc_dp.exact.conjugate import SUPPORT, ConjugateFactor, ConjugateVariable, conjugate_posterior, refuse
 from pymc_dp.exact.plan import ConjugatePlan
 from pymc_dp.exceptions import DomainError
-from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
 
 #: prior Op -> conjugate family
 _PRIORS = {BetaRV: "Beta", GammaRV: "Gamma", ExponentialRV: "Gamma", NormalRV: "Normal", DirichletRV: "Dirichlet"}

@@ -27,7 +27,7 @@ import pytest
 from pymc_dp.domains import Interval
 from pymc_dp.exceptions import UnsupportedFactorError
 from pymc_dp.rules import NP, PT, Bounds, Span, Window, log_density_range, region_lipschitz, rule_info
-from pymc_dp.rules.region import NoRegionRule, RegionSpec, _SPECS, register_region
+from pymc_dp.rules.region import _SPECS, NoRegionRule, RegionSpec, register_region
 from tests.rules.test_rules import assert_exact, brute_range, op_of, pymc_logp
 
 # --------------------------------------------------------------------------- helpers

@@ -409,7 +409,7 @@ def test_pymc_model_graph():
     with pm.Model() as model:
         rho = pm.Normal("rho", 0, 0.5, shape=3)
         sigma = pm.HalfNormal("sigma", 1.0)
-        ar = pm.AR("y", rho=rho, sigma=sigma, constant=True, init_dist=pm.Normal.dist(0.2, 3.0), observed=y)
+        pm.AR("y", rho=rho, sigma=sigma, constant=True, init_dist=pm.Normal.dist(0.2, 3.0), observed=y)
     node = model["y"].owner
     op = node.op
     rho_v, sigma_v, init_v, steps_v = op.dist_params(node)
