@@ -32,8 +32,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import pymc_dp  # noqa: E402
 from bench_overhead import naive_bayes  # noqa: E402
+
+import pymc_dp  # noqa: E402
 from pymc_dp.exact import conjugate_plan  # noqa: E402
 
 

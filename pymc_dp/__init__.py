@@ -7,8 +7,6 @@ the model's DAG, truncates the priors to the region where the loss fits the budg
 and releases privacy-accounted draws as ArviZ ``InferenceData``.
 """
 
-__version__ = "0.1.0"
-
 from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is imported when a plot is drawn)
 from pymc_dp.audits import AuditError, AuditResult, audit
 from pymc_dp.certificate import Certificate, FactorCertificate
@@ -43,6 +41,7 @@ from pymc_dp.preprocess import Standardization, standardize
 from pymc_dp.privacy_report import PrivacyReport, report
 from pymc_dp.query import Answer, Decision, answer
 from pymc_dp.units import Attribute, Record, Users
+from pymc_dp.version import __version__  # noqa: F401
 
 __all__ = [
     "private",

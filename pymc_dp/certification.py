@@ -37,6 +37,7 @@ from pymc_dp.rewrite import rewrite_model
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import FactorRegion, RegionContext, prior_draws, prior_mass
 from pymc_dp.units import Users, as_unit, check_unit, describe_unit
+from pymc_dp.version import software_versions
 
 __all__ = ["Certification", "certify", "check_containers"]
 
@@ -113,20 +114,16 @@ class Certification:
     plan_refusal: Exception | None = None
 
 
-def _versions() -> dict[str, str]:
-    """The versions a certificate is computed with (public)."""
-    import arviz as az
-    import pytensor
+def same_order(model: pm.Model, like: pm.Model) -> None:
+    """Order ``model``'s variable lists as ``like``'s (same names).
 
-    from pymc_dp import __version__
-
-    return {
-        "pymc_dp": __version__,
-        "pymc": pm.__version__,
-        "pytensor": pytensor.__version__,
-        "arviz": az.__version__,
-        "numpy": np.__version__,
-    }
+    A FunctionGraph round trip lists independent variables in another order, and the samplers
+    draw their random numbers in the order of ``free_RVs``: without this, the same seed would
+    give other draws on the same data.
+    """
+    for attr in ("free_RVs", "observed_RVs", "potentials", "deterministics", "data_vars"):
+        rank = {v.name: i for i, v in enumerate(getattr(like, attr))}
+        getattr(model, attr).sort(key=lambda v: rank[v.name])
 
 
 def _float_or_none(value) -> float | None:
@@ -340,7 +337,7 @@ class _Certifier:
             epsilon_basic=float(guarantee.epsilon_basic),
             epsilon_optimal=None if guarantee.epsilon_optimal is None else float(guarantee.epsilon_optimal),
             mode=mode,
-            versions=_versions(),
+            versions=software_versions(),
         )
         # the sampler method="auto" will use: decided from structure, truncation and domains only
         from pymc_dp.exact import conjugate_plan

@@ -22,23 +22,31 @@ from pymc_dp.certification import (  # noqa: F401  (PRIOR_*, SPLITS, check_budge
     PRIOR_SEED,
     SPLITS,
     Certification,
-    _versions,
     certify,
     check_arguments,
     check_budget,
     check_containers,
+    same_order,
 )
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import (
     NotConjugateError,
-    PrivacyError,
     StuckChainError,
 )
 from pymc_dp.ledger import Ledger, Spend
+from pymc_dp.privacy_report import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MAX_DIAGNOSTIC_ROWS,
+    normalised,
+    release_payload,
+    report_certificate,
+    report_release,
+)
 from pymc_dp.private_data import PrivateData
-from pymc_dp.release import ledger_state  # noqa: F401  (mechanisms import it from here)
+from pymc_dp.release import check_ledger, draws_dataset
 from pymc_dp.release import release as release_draws
 from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
+from pymc_dp.seeds import check_mcmc_seed, exact_rng
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["private", "make_private", "PrivateModel"]
@@ -60,17 +68,6 @@ _FORBIDDEN_SAMPLE_KWARGS = {
     "built in your model does not apply; tune NUTS with keywords instead (target_accept=..., "
     "nuts_sampler=...)",
 }
-
-
-def _check_ledger(ledger):
-    """``"default"`` (a ledger in the user's data directory, opened at the first release), a
-    :class:`~pymc_dp.ledger.Ledger`, or ``None`` (no ledger: nothing is recorded)."""
-    if ledger is None or isinstance(ledger, Ledger) or (isinstance(ledger, str) and ledger == "default"):
-        return ledger
-    raise PrivacyError(
-        f"ledger={ledger!r} is not a budget ledger; pass pymc_dp.Ledger(path, epsilon=..., delta=...), "
-        "'default' (the default ledger in your data directory) or None (record nothing)."
-    )
 
 
 class PrivateModel:
@@ -105,7 +102,7 @@ class PrivateModel:
         ledger: Ledger | None | str = "default",
     ):
         check_arguments(model, epsilon, delta, draws, unit, bounds, split)  # before the ledger, as always
-        self._ledger_arg = _check_ledger(ledger)
+        self._ledger_arg = check_ledger(ledger)
         #: the InferenceData of the last release (None before the first), for the report
         self.last_release: az.InferenceData | None = None
         #: what certify() established: factors, regions, truncated model, start values, certificate
@@ -156,7 +153,7 @@ class PrivateModel:
         # fgraph_from_model deep-copies the data containers: the copy shares no storage with self
         fgraph, _ = fgraph_from_model(self.model)
         model = rebuild_model(fgraph)
-        _same_order(model, self.model)
+        same_order(model, self.model)
         for name, arr in values.items():
             model.set_data(name, arr)
         other = copy.copy(self)
@@ -302,10 +299,10 @@ class PrivateModel:
         exact = self._use_exact(method, mcmc_kwargs)
         # arguments that fail in the sampler fail here, before the ledger charges the release
         if exact:
-            rng = _exact_rng(random_seed)
+            rng = exact_rng(random_seed)
         else:
             check_backend(str(kwargs.get("nuts_sampler", "pymc")))
-            _check_mcmc_seed(random_seed)
+            check_mcmc_seed(random_seed)
         _ = self.ledger  # opened (or refused with LedgerError) before anything runs
         release = {"method": "exact" if exact else "mcmc", "chains": chains, "draws_per_chain": self.draws // chains}
         if exact:
@@ -397,11 +394,22 @@ class PrivateModel:
         """The release record: the certificate and the release's public facts."""
         return {**self.certificate.to_dict(), "release": release}
 
-    def report(self, **kwargs: Any):
-        """The :class:`~pymc_dp.PrivacyReport` of this model and its last release (if any)."""
-        from pymc_dp.privacy_report import report
+    def report(self, *, confidence: float = DEFAULT_CONFIDENCE, max_diagnostic_rows: int = DEFAULT_MAX_DIAGNOSTIC_ROWS):
+        """The :class:`~pymc_dp.PrivacyReport` of this model and its last release (if any).
 
-        return report(self, **kwargs)
+        Before any release it says what a release would guarantee (no diagnostics). The last
+        release must carry this model's certificate (else report the release itself)."""
+        last = getattr(self, "last_release", None)
+        if last is None:
+            return report_certificate(self.certificate.to_dict(), confidence=confidence,
+                                      max_diagnostic_rows=max_diagnostic_rows)
+        released_cert = {k: v for k, v in release_payload(last).items() if k not in ("release", "schema")}
+        if released_cert != normalised(self.certificate.to_dict()):
+            raise ValueError(
+                "the private model's last release carries another certificate than the model's "
+                "own; report the release itself: pymc_dp.report(idata)."
+            )
+        return report_release(last, confidence=confidence, max_diagnostic_rows=max_diagnostic_rows)
 
     def __repr__(self):
         c = self.certificate
@@ -436,60 +444,6 @@ def _refuse_stuck_chains(posterior: xr.Dataset, names: Sequence[str], start: Map
                 "potential); increase tune=, raise epsilon for a wider region, or write the factor in a form "
                 "the box or affine solvers handle (see the certificate's solver)."
             )
-
-
-def draws_dataset(model: pm.Model, values: Mapping[str, np.ndarray], chains: int) -> xr.Dataset:
-    """Draws (name -> array with the draws on the first axis) laid out as ``(chain, draw, ...)``
-    with the dims and coords PyMC gives the same variables: the model's, else ``<name>_dim_<i>``."""
-    draws = len(next(iter(values.values())))
-    per_chain = draws // chains
-    data_vars, coords = {}, {"chain": np.arange(chains), "draw": np.arange(per_chain)}
-    for name, v in values.items():
-        dims = tuple(model.named_vars_to_dims.get(name, ())) or tuple(f"{name}_dim_{i}" for i in range(v.ndim - 1))
-        data_vars[name] = (("chain", "draw", *dims), v.reshape((chains, per_chain) + v.shape[1:]))
-        for i, dim in enumerate(dims):
-            labels = model.coords.get(dim)
-            coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
-    return xr.Dataset(data_vars, coords=coords)
-
-
-def _same_order(model: pm.Model, like: pm.Model) -> None:
-    """Order ``model``'s variable lists as ``like``'s (same names).
-
-    A FunctionGraph round trip lists independent variables in another order, and the samplers
-    draw their random numbers in the order of ``free_RVs``: without this, the same seed would
-    give other draws on the same data.
-    """
-    for attr in ("free_RVs", "observed_RVs", "potentials", "deterministics", "data_vars"):
-        rank = {v.name: i for i, v in enumerate(getattr(like, attr))}
-        getattr(model, attr).sort(key=lambda v: rank[v.name])
-
-
-def _bad_seed(random_seed, err: Exception) -> Exception:
-    return type(err)(
-        f"random_seed={random_seed!r} is not a seed ({err}); give an integer >= 0, a sequence of "
-        "them, or a numpy Generator."
-    )
-
-
-def _exact_rng(random_seed) -> np.random.Generator:
-    """The exact samplers' generator for ``random_seed``."""
-    if isinstance(random_seed, np.random.Generator):
-        return random_seed
-    try:
-        return np.random.default_rng(random_seed)
-    except (TypeError, ValueError) as err:
-        raise _bad_seed(random_seed, err) from None
-
-
-def _check_mcmc_seed(random_seed) -> None:
-    """Refuse what pm.sample would refuse as a seed, without drawing from a generator."""
-    if random_seed is None or isinstance(random_seed, (np.random.Generator, np.random.RandomState)):
-        return
-    try:
-        np.random.SeedSequence(random_seed)
-    except (TypeError, ValueError) as err:
-        raise _bad_seed(random_seed, err) from None
 
 
 def make_private(

@@ -14,13 +14,13 @@ overrides it): run the demo twice and watch the cumulative spend on each dataset
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
 import pymc as pm
 
 import pymc_dp
+from pymc_dp.record import read
 
 
 def generate(n: int = 500, seed: int = 0):
@@ -64,7 +64,7 @@ def survey(answers):
 
 
 def _release_line(idata) -> str:
-    release = json.loads(idata.attrs["pymc_dp"])["release"]
+    release = read(idata)["release"]
     ledger = release["ledger"]
     spent = "" if ledger is None else f"; spent on this dataset so far: epsilon = {ledger['spent_epsilon']:.4g} over {ledger['releases']} release(s)"
     return f"released {release['chains'] * release['draws_per_chain']} draws by {release['method']}{spent}"

@@ -212,9 +212,9 @@ def standardize(
     ...     ...
     >>> private = pymc_dp.make_private(model, epsilon=1.0, data=std.data)      # doctest: +SKIP
     """
-    from pymc_dp.core import _check_ledger
-    from pymc_dp.ledger import fingerprint
+    from pymc_dp.fingerprint import fingerprint
     from pymc_dp.mechanisms.noise import continuous_laplace
+    from pymc_dp.release import check_ledger
 
     if not (isinstance(epsilon, (int, float, np.floating)) and math.isfinite(epsilon) and epsilon > 0):
         raise PrivacyError(f"standardize: epsilon={epsilon!r} must be a finite number > 0.")
@@ -259,7 +259,7 @@ def standardize(
         sensitivity = per_column * sum(bounds[name][0].size for name in chosen) * rows_per_unit(unit)
 
     source_id = fingerprint(arrays, {k: d.to_dict() for k, d in data.items()}, describe_unit(unit))
-    ledger = _check_ledger(ledger)
+    ledger = check_ledger(ledger)
     if ledger == "default":
         from pymc_dp.ledger import Ledger
 
@@ -324,7 +324,7 @@ def dataset_id(values: Mapping[str, Any], domains: Mapping[str, Domain], unit: A
         The domains come from two preprocessing releases, or the containers do not hold the values
         the preprocessing returned, or the unit differs from the preprocessing's.
     """
-    from pymc_dp.ledger import fingerprint
+    from pymc_dp.fingerprint import fingerprint
 
     plain = fingerprint(values, {k: d.to_dict() for k, d in domains.items()}, describe_unit(unit))
     releases = {id(d.preprocessing.release): d.preprocessing.release for d in domains.values()

@@ -23,11 +23,42 @@ import contextlib
 from typing import Any, Callable, ContextManager, Mapping
 
 import arviz as az
+import numpy as np
+import pymc as pm
 import xarray as xr
 
+from pymc_dp.exceptions import PrivacyError
+from pymc_dp.ledger import Ledger
 from pymc_dp.record import attach
 
-__all__ = ["ledger_state", "publish", "release", "reservation"]
+__all__ = ["check_ledger", "draws_dataset", "ledger_state", "publish", "release", "reservation"]
+
+
+def check_ledger(ledger):
+    """The ``ledger=`` argument of a mechanism, checked: ``"default"`` (a ledger in the user's
+    data directory, opened at the first release), a :class:`~pymc_dp.ledger.Ledger`, or ``None``
+    (no ledger: nothing is recorded). Anything else raises :class:`~pymc_dp.PrivacyError`."""
+    if ledger is None or isinstance(ledger, Ledger) or (isinstance(ledger, str) and ledger == "default"):
+        return ledger
+    raise PrivacyError(
+        f"ledger={ledger!r} is not a budget ledger; pass pymc_dp.Ledger(path, epsilon=..., delta=...), "
+        "'default' (the default ledger in your data directory) or None (record nothing)."
+    )
+
+
+def draws_dataset(model: pm.Model, values: Mapping[str, np.ndarray], chains: int) -> xr.Dataset:
+    """Draws (name -> array with the draws on the first axis) laid out as ``(chain, draw, ...)``
+    with the dims and coords PyMC gives the same variables: the model's, else ``<name>_dim_<i>``."""
+    draws = len(next(iter(values.values())))
+    per_chain = draws // chains
+    data_vars, coords = {}, {"chain": np.arange(chains), "draw": np.arange(per_chain)}
+    for name, v in values.items():
+        dims = tuple(model.named_vars_to_dims.get(name, ())) or tuple(f"{name}_dim_{i}" for i in range(v.ndim - 1))
+        data_vars[name] = (("chain", "draw", *dims), v.reshape((chains, per_chain) + v.shape[1:]))
+        for i, dim in enumerate(dims):
+            labels = model.coords.get(dim)
+            coords[dim] = np.asarray(labels) if labels is not None else np.arange(v.shape[1 + i])
+    return xr.Dataset(data_vars, coords=coords)
 
 
 def ledger_state(ledger, dataset_id: str) -> dict | None:

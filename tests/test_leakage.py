@@ -30,10 +30,9 @@ under which n is private -- add/remove-one neighbours -- is not offered by pymc_
 
 from __future__ import annotations
 
-import os
-
 import json
 import math
+import os
 import re
 import tempfile
 import warnings

@@ -9,7 +9,7 @@ per-draw epsilon, and at n >= 200 with epsilon per draw 1 it must come close (th
 import numpy as np
 import pymc as pm
 import pytest
-from scipy.special import betaln, betainc
+from scipy.special import betainc, betaln
 
 import pymc_dp
 

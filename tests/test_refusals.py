@@ -42,8 +42,9 @@ from pymc_dp import (
     NotConjugateError,
     PrivacyError,
     UnsupportedFactorError,
+    core,
+    sampling,
 )
-from pymc_dp import core, sampling
 from pymc_dp.exact import ConjugatePlan
 
 

@@ -17,7 +17,6 @@ from scipy import integrate, special, stats
 
 import pymc_dp
 from pymc_dp import accounting, lift
-from pymc_dp.core import PrivateModel
 from pymc_dp.privacy_report import (
     SCHEMA,
     PrivacyReport,

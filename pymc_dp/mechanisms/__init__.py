@@ -18,7 +18,8 @@ ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 from pymc_dp.mechanisms.base import Mechanism
 from pymc_dp.mechanisms.counts import NoisyCounts
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
-from pymc_dp.mechanisms.statistics import NoisyStatistics, Recommendation, noisy_statistics, recommend
+from pymc_dp.mechanisms.paths import Recommendation, noisy_statistics, recommend
+from pymc_dp.mechanisms.statistics import NoisyStatistics
 from pymc_dp.mechanisms.updates import (
     FourierUpdates,
     LaplaceUpdates,

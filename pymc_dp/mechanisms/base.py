@@ -28,6 +28,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from pymc_dp.privacy_report import DEFAULT_CONFIDENCE, DEFAULT_MAX_DIAGNOSTIC_ROWS, report_release
+
 __all__ = ["Mechanism", "build_model", "charge"]
 
 
@@ -51,11 +53,11 @@ def charge(mech, **description: Any):
     context (:func:`pymc_dp.release.reservation`): reserved before the private data are read; a
     release that fails after it started stays charged. A mechanism without a ledger
     (``ledger=None``) charges nothing."""
-    from pymc_dp.certification import _versions
     from pymc_dp.release import reservation
     from pymc_dp.units import describe_unit
+    from pymc_dp.version import software_versions
 
-    note = {"mechanism": mech.name, **description, "unit": describe_unit(mech.unit), "pymc_dp": _versions()["pymc_dp"]}
+    note = {"mechanism": mech.name, **description, "unit": describe_unit(mech.unit), "pymc_dp": software_versions()["pymc_dp"]}
     return reservation(mech, mech.epsilon, mech.delta, note)
 
 
@@ -89,6 +91,17 @@ class Mechanism(abc.ABC):
     @abc.abstractmethod
     def sample(self, random_seed: Any = None):
         """Charge the ledger, then release an ``az.InferenceData``."""
+
+    def report(self, *, confidence: float = DEFAULT_CONFIDENCE, max_diagnostic_rows: int = DEFAULT_MAX_DIAGNOSTIC_ROWS):
+        """The :class:`~pymc_dp.PrivacyReport` of the last release (what :func:`pymc_dp.report`
+        calls for a mechanism)."""
+        last = getattr(self, "last_release", None)
+        if last is None:
+            raise ValueError(
+                f"{type(self).__name__} has not released anything yet: its report describes a release; "
+                "call .sample() first (or report the released InferenceData)."
+            )
+        return report_release(last, confidence=confidence, max_diagnostic_rows=max_diagnostic_rows)
 
     # ------------------------------------------------------------------ audit protocol
     @abc.abstractmethod

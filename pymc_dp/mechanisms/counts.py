@@ -52,16 +52,16 @@ import arviz as az
 import numpy as np
 from scipy import special as sc
 
-from pymc_dp.core import _exact_rng, draws_dataset, ledger_state
+from pymc_dp.chunks import CHUNK_ROWS, check_values, is_dask
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import DomainError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import charge
 from pymc_dp.mechanisms.bayesnet import BayesNet, Node
 from pymc_dp.mechanisms.noise import discrete_laplace, laplace_log_ratio
-from pymc_dp.mechanisms.statistics import CHUNK_ROWS, _is_dask
-from pymc_dp.mechanisms.updates import _chains, _Updates
-from pymc_dp.release import publish
+from pymc_dp.mechanisms.updates import PosteriorUpdates, check_chains
+from pymc_dp.release import draws_dataset, ledger_state, publish
+from pymc_dp.seeds import exact_rng
 from pymc_dp.units import Users, describe_unit
 
 __all__ = ["NoisyCounts", "MAX_ENUMERATION"]
@@ -323,7 +323,7 @@ def _enumeration_size(blocks: Sequence[_Block], n: int) -> int:
 
 
 # =========================================================================== the mechanism
-class NoisyCounts(_Updates):
+class NoisyCounts(PosteriorUpdates):
     """Laplace-noised counts of a discrete Bayes network, released once, and exact posterior draws.
 
     Build with :func:`pymc_dp.noisy_statistics` (which chooses this class for Beta-Bernoulli,
@@ -402,16 +402,15 @@ class NoisyCounts(_Updates):
                 f"values= must give every container the network reads ({sorted(self.net.containers)}), so that "
                 "the rows of a record stay together."
             )
-        if any(_is_dask(v) for v in values.values()) and len(values) > 1:
+        if any(is_dask(v) for v in values.values()) and len(values) > 1:
             raise NotImplementedError(
                 "values= with Dask collections is implemented for a network that reads one container; "
                 "for several, pass NumPy arrays (they are counted in chunks of rows)."
             )
         for name, v in values.items():
-            from pymc_dp.mechanisms.statistics import _check_values
 
-            _check_values(name, v, self.domains[name])
-            shape = tuple(np.shape(v)[1:]) if not _is_dask(v) else tuple(v.shape[1:])
+            check_values(name, v, self.domains[name])
+            shape = tuple(np.shape(v)[1:]) if not is_dask(v) else tuple(v.shape[1:])
             if shape != tuple(self.net.containers[name][1]):
                 raise DomainError(f"values[{name!r}] has rows of shape {shape}; the model's container has {self.net.containers[name][1]}.")
         return values
@@ -419,7 +418,7 @@ class NoisyCounts(_Updates):
     def _rows(self) -> int:
         if not self._values:
             return self.net.rows
-        rows = {int(np.shape(v)[0]) if not _is_dask(v) else int(v.shape[0]) for v in self._values.values()}
+        rows = {int(np.shape(v)[0]) if not is_dask(v) else int(v.shape[0]) for v in self._values.values()}
         if len(rows) != 1:
             raise DomainError(f"values= gives containers with different numbers of rows {sorted(rows)}.")
         return rows.pop()
@@ -449,7 +448,7 @@ class NoisyCounts(_Updates):
                 names.append(f"count {name}{at} category {col}")
         return names
 
-    def _counts(self, data: Mapping[str, Any]) -> np.ndarray:
+    def true_counts(self, data: Mapping[str, Any]) -> np.ndarray:
         """The released entries' true counts on ``data`` (chunked; Dask block by block)."""
         def count(chunk: Mapping[str, np.ndarray]) -> np.ndarray:
             rows = len(next(iter(chunk.values())))
@@ -457,7 +456,7 @@ class NoisyCounts(_Updates):
             c = net.counts(chunk)
             return np.array([c[name][cell, col] for name, cell, col in self.entries], dtype=np.int64)
 
-        if len(data) == 1 and _is_dask(next(iter(data.values()))):
+        if len(data) == 1 and is_dask(next(iter(data.values()))):
             import dask
             import dask.array as da
 
@@ -510,7 +509,7 @@ class NoisyCounts(_Updates):
         if self.released is not None:
             return dict(self.released)
         with charge(self):
-            noisy = self._noisy(self._counts(self._values or self._data()))
+            noisy = self._noisy(self.true_counts(self._values or self._data()))
             self.released = {k: int(v) for k, v in zip(self.entry_names(), noisy)}
         return dict(self.released)
 
@@ -550,8 +549,8 @@ class NoisyCounts(_Updates):
             )
         if isinstance(draws, bool) or not isinstance(draws, numbers.Integral) or draws < 1:
             raise ValueError(f"draws={draws!r} must be an integer >= 1")
-        rng = _exact_rng(random_seed)
-        chains = _chains(int(draws), chains)
+        rng = exact_rng(random_seed)
+        chains = check_chains(int(draws), chains)
         charged_now = self.released is None
         post = self.exact_posterior()
         self.draws = int(draws)
@@ -580,15 +579,15 @@ class NoisyCounts(_Updates):
     # ------------------------------------------------------------------ audit protocol
     def audit_runs(self, data, runs, rng):
         """``runs`` noisy count vectors on ``data`` (the release before post-processing)."""
-        return self._noisy(self._counts(data), int(runs))
+        return self._noisy(self.true_counts(data), int(runs))
 
     def audit_log_ratio(self, x, y):
-        cx, cy, b = self._counts(x).astype(float), self._counts(y).astype(float), self.noise_scale
+        cx, cy, b = self.true_counts(x).astype(float), self.true_counts(y).astype(float), self.noise_scale
 
         return laplace_log_ratio(cx, cy, b)
 
     def audit_score(self, x, y):
-        return float(np.sum(np.abs(self._counts(x) - self._counts(y))))
+        return float(np.sum(np.abs(self.true_counts(x) - self.true_counts(y))))
 
     def __repr__(self):
         return (f"<NoisyCounts ({self.epsilon:g}, 0)-DP, unit={describe_unit(self.unit)['kind']}, "

@@ -32,13 +32,15 @@ import pymc as pm
 
 from pymc_dp import accounting
 from pymc_dp.certificate import Certificate
-from pymc_dp.certification import SPLITS
+from pymc_dp.certification import SPLITS, same_order
 from pymc_dp.certification import check_budget as _check_budget
-from pymc_dp.core import PrivateModel, _check_ledger, _same_order
+from pymc_dp.core import PrivateModel
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import BudgetExceededError, NotConjugateError, PrivacyError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import build_model
+from pymc_dp.privacy_report import DEFAULT_CONFIDENCE, DEFAULT_MAX_DIAGNOSTIC_ROWS, report_certificate, report_release
+from pymc_dp.release import check_ledger
 from pymc_dp.sampling import run_mcmc
 from pymc_dp.units import Users, as_unit
 
@@ -173,7 +175,7 @@ class PrivateMAP:
         delta_u = _check_sensitivity(sensitivity)
         if split not in SPLITS:
             raise PrivacyError(f"split={split!r} is not a budget split; use one of {list(SPLITS)}.")
-        ledger = _check_ledger(ledger)
+        ledger = check_ledger(ledger)
         eps0 = accounting.per_draw_epsilon(epsilon, delta, draws)
         if delta_u is None:
             delta_u = eps0 / 2.0
@@ -287,20 +289,13 @@ class PrivateMAP:
         """
         return self._engine.sample(method=method, chains=chains, tune=tune, thin=thin, random_seed=random_seed, **kwargs)
 
-    def report(self, **kwargs: Any):
-        """The :class:`~pymc_dp.PrivacyReport` of this mechanism and its last release (if any)."""
-        from pymc_dp.privacy_report import report
-
-        return report(self, **kwargs)
-
-    def _privacy_report(self, confidence: float, max_rows: int):
-        """For :func:`pymc_dp.report`: the last release's report, else the certificate's."""
-        from pymc_dp.privacy_report import PrivacyReport, _content, _from_release, _normalise
-
+    def report(self, *, confidence: float = DEFAULT_CONFIDENCE, max_diagnostic_rows: int = DEFAULT_MAX_DIAGNOSTIC_ROWS):
+        """The :class:`~pymc_dp.PrivacyReport` of this mechanism: its last release's, else its
+        certificate's (what a release would guarantee)."""
         if self.last_release is not None:
-            return _from_release(self.last_release, confidence, max_rows)
-        cert = _normalise(self.certificate.to_dict())
-        return PrivacyReport(_content(cert, None, None, confidence, max_rows, mechanism=self.mechanism))
+            return report_release(self.last_release, confidence=confidence, max_diagnostic_rows=max_diagnostic_rows)
+        return report_certificate(self.certificate.to_dict(), confidence=confidence,
+                                  max_diagnostic_rows=max_diagnostic_rows, mechanism=self.mechanism)
 
     # ------------------------------------------------------------------ audits (no ledger)
     def with_data(self, data: Mapping[str, Any]) -> "PrivateMAP":
@@ -436,7 +431,7 @@ def _tempered_model(core: PrivateModel, beta: float) -> pm.Model:
 
     fgraph, _ = fgraph_from_model(core.model)
     model = rebuild_model(fgraph)
-    _same_order(model, core.model)
+    same_order(model, core.model)
     if beta != 1.0:
         private = {f.name for f in core.factors}
         terms = [pm.logp(rv, model.rvs_to_values[rv]).sum() for rv in model.observed_RVs if rv.name in private]

@@ -44,17 +44,16 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.tensor.random.basic import NormalRV
 
+from pymc_dp.chunks import CHUNK_ROWS, is_dask
 from pymc_dp.domains import Ball, Box, Domain, Interval
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.mechanisms.statistics import (
-    CHUNK_ROWS,
     FamilyStatistics,
     NoisyStatistics,
     Statistic,
-    _Factor,
-    _is_dask,
-    _square_span,
+    StatisticsFactor,
     observe_noisy,
+    square_span,
 )
 
 __all__ = ["NoisyRegression"]
@@ -117,7 +116,7 @@ def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float]
     for j, k in itertools.combinations_with_replacement(range(F), 2):
         a, b = features[j], features[k]
         if j == k:
-            span = a.ball**2 if a.ball is not None else _square_span(a.lo, a.hi)
+            span = a.ball**2 if a.ball is not None else square_span(a.lo, a.hi)
             name = f"sum({a.label}^2)"
         else:
             same_ball = a.ball is not None and a.container == b.container
@@ -128,7 +127,7 @@ def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float]
         out.append((f"sum({f.label}*{ylabel})", _product_span((f.lo, f.hi), y), frozenset({f.container, yname}), (j, F)))
     if intercept:
         out.append((f"sum({ylabel})", y[1] - y[0], frozenset({yname}), (F,)))
-    out.append((f"sum({ylabel}^2)", _square_span(*y), frozenset({yname}), (F, F)))
+    out.append((f"sum({ylabel}^2)", square_span(*y), frozenset({yname}), (F, F)))
     return out
 
 
@@ -290,7 +289,7 @@ class NoisyRegression(NoisyStatistics):
 
     def __init__(self, model, **kwargs):
         super().__init__(model, **kwargs)
-        if any(_is_dask(v) for v in self._values.values()):  # refuse before anything is charged
+        if any(is_dask(v) for v in self._values.values()):  # refuse before anything is charged
             raise NotImplementedError(
                 "values= with Dask collections is not implemented for a regression (its rows span several "
                 "containers); pass NumPy arrays, which are summed in chunks of rows."
@@ -301,7 +300,7 @@ class NoisyRegression(NoisyStatistics):
         self.regression = reg
         stats = tuple(Statistic(n, False, s, term) for n, s, _, term in reg.stats)
         family = FamilyStatistics(reg.factor, reg.y, stats, None, None)
-        return [_Factor(reg.factor, reg.y, type(None), (), family, 1, tuple(sorted({f.container for f in reg.features})))]
+        return [StatisticsFactor(reg.factor, reg.y, type(None), (), family, 1, tuple(sorted({f.container for f in reg.features})))]
 
     def _statistic_reads(self) -> dict[str, frozenset]:
         return {n: r for n, _, r, _ in self.regression.stats}
@@ -330,7 +329,7 @@ class NoisyRegression(NoisyStatistics):
         reg = self.regression
         names = [n for n, *_ in reg.stats]
         containers = [reg.y] + sorted({f.container for f in reg.features})
-        if any(_is_dask(values[c]) for c in containers):
+        if any(is_dask(values[c]) for c in containers):
             raise NotImplementedError(
                 "values= with Dask collections is not implemented for a regression (its rows span several "
                 "containers); pass NumPy arrays, which are summed in chunks of rows."

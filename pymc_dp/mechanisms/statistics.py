@@ -56,9 +56,9 @@ from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.basic import BernoulliRV, BinomialRV, NormalRV, PoissonRV
 
-from pymc_dp.certification import _versions, check_containers
 from pymc_dp.certification import check_budget as _check_budget
-from pymc_dp.core import _check_ledger, ledger_state
+from pymc_dp.certification import check_containers
+from pymc_dp.chunks import check_values, summed
 from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
@@ -74,15 +74,14 @@ from pymc_dp.mechanisms.noise import (
     opendp_version,
 )
 from pymc_dp.preprocess import dataset_id
-from pymc_dp.release import publish
+from pymc_dp.release import check_ledger, ledger_state, publish
 from pymc_dp.units import Users, as_unit, describe_unit
+from pymc_dp.version import software_versions
 
-__all__ = ["NoisyStatistics", "Recommendation", "noisy_statistics", "recommend", "EXACT_SUM_LIMIT"]
+__all__ = ["NoisyStatistics", "StatisticsFactor", "EXACT_SUM_LIMIT", "ReadsPrivateCovariates", "square_span"]
 
 #: largest value of a count statistic whose law is summed exactly (above: a latent Normal)
 EXACT_SUM_LIMIT = 50_000
-#: rows per chunk when the statistics of an in-memory array are summed
-CHUNK_ROWS = 1 << 20
 
 SUPPORTED = "Bernoulli(p), Binomial(n, p), Poisson(mu), Normal(mu, sigma)"
 
@@ -207,8 +206,8 @@ def _poisson(op, factor, container, params, domain):
     return _count_statistics(factor, container, dom, law)
 
 
-def _square_span(lo: float, hi: float) -> float:
-    """The range of x^2 over [lo, hi]."""
+def square_span(lo: float, hi: float) -> float:
+    """The range of ``x**2`` over ``[lo, hi]`` (the span of a sum of squares' one-record change)."""
     low = 0.0 if lo <= 0.0 <= hi else min(lo * lo, hi * hi)
     return max(lo * lo, hi * hi) - low
 
@@ -221,7 +220,7 @@ def _normal(op, factor, container, params, domain):
     free_scale = _reads_free_rv(sigma)
     stats = [Statistic(f"sum({container})", False, domain.hi - domain.lo)]
     if free_scale:
-        stats.append(Statistic(f"sum({container}^2)", False, _square_span(domain.lo, domain.hi), (0, 0)))
+        stats.append(Statistic(f"sum({container}^2)", False, square_span(domain.lo, domain.hi), (0, 0)))
 
     def summarise(x):
         x = np.asarray(x, float)
@@ -256,7 +255,7 @@ def _reads_free_rv(var) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Factor:
+class StatisticsFactor:
     name: str
     container: str
     op: Any
@@ -270,7 +269,7 @@ class ReadsPrivateCovariates(UnsupportedFactorError):
     """A factor's parameter reads private data: not an iid family (perhaps a regression)."""
 
 
-def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Factor]:
+def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[StatisticsFactor]:
     from pymc_dp.factors import private_ancestors, strip_casts
 
     private = {v: v.name for v in model.data_vars if v.name in domains}
@@ -309,7 +308,7 @@ def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Facto
         family = family_statistics(node.op, rv.name, value.name, params, domains[value.name])
         shape = np.asarray(by_name[value.name].get_value()).shape
         elements = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        factors.append(_Factor(rv.name, value.name, node.op, params, family, elements))
+        factors.append(StatisticsFactor(rv.name, value.name, node.op, params, family, elements))
     unobserved = sorted(set(domains) - set(observed))
     if unobserved:
         raise UnsupportedFactorError(
@@ -325,7 +324,7 @@ def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[_Facto
     return factors
 
 
-def _noise_free_model(model: pm.Model, factors: Sequence[_Factor], domains) -> tuple[pm.Model, dict]:
+def _noise_free_model(model: pm.Model, factors: Sequence[StatisticsFactor], domains) -> tuple[pm.Model, dict]:
     """A new model: the user's, without its private factors and containers (never mutated)."""
     from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
 
@@ -342,59 +341,6 @@ def _noise_free_model(model: pm.Model, factors: Sequence[_Factor], domains) -> t
         if v.name not in domains:
             replace[v] = new[v.name]
     return new, replace
-
-
-# =========================================================================== values (chunked, Dask)
-def _is_dask(values) -> bool:
-    return type(values).__module__.split(".")[0] == "dask"
-
-
-def _check_values(name: str, values, domain: Domain) -> int:
-    """Validate against the domain (chunk by chunk) and return the number of rows."""
-    if _is_dask(values):
-        import dask.array as da
-
-        arr = values.to_dask_array(lengths=True) if hasattr(values, "to_dask_array") else da.asarray(values)
-        if any(math.isnan(s) for s in arr.shape):
-            raise DomainError(f"{name!r}: the number of rows must be known (compute the chunk sizes first).")
-        import dask
-
-        ok = all(dask.compute(*[dask.delayed(_all_in)(block, domain) for block in arr.blocks.ravel()]))
-        if not ok:
-            raise DomainError(
-                f"Private data {name!r} has a value outside its declared domain {domain}. Clip or filter "
-                "the data with a public rule, or declare a domain that covers every possible record."
-            )
-        return int(arr.shape[0])
-    arr = np.asarray(values)
-    for start in range(0, max(arr.shape[0], 1), CHUNK_ROWS):
-        domain.validate(name, arr[start : start + CHUNK_ROWS] if arr.ndim else arr)
-    return int(arr.shape[0])
-
-
-def _all_in(block, domain: Domain) -> bool:
-    try:
-        domain.validate("block", np.asarray(block))
-    except DomainError:
-        return False
-    return True
-
-
-def _summed(values, summarise: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """``summarise`` added up over chunks of rows (Dask: over its blocks, lazily)."""
-    if _is_dask(values):
-        import dask
-        import dask.array as da
-
-        arr = values.to_dask_array(lengths=True) if hasattr(values, "to_dask_array") else da.asarray(values)
-        parts = [dask.delayed(summarise)(block) for block in arr.blocks.ravel()]
-        return np.sum(dask.compute(*parts), axis=0)
-    arr = np.asarray(values)
-    total = None
-    for start in range(0, max(arr.shape[0], 1), CHUNK_ROWS):
-        part = summarise(arr[start : start + CHUNK_ROWS])
-        total = part if total is None else total + part
-    return total
 
 
 # =========================================================================== the mechanism
@@ -447,7 +393,7 @@ class NoisyStatistics(Mechanism):
     ):
         model = build_model(model)
         _check_budget(epsilon, delta, 1, unit, None)
-        self._ledger_arg = _check_ledger(ledger)
+        self._ledger_arg = check_ledger(ledger)
         self.model = model
         self.epsilon, self.delta, self.unit = float(epsilon), float(delta), as_unit(unit)
         #: "laplace" (pure epsilon-DP) or "gaussian" (delta > 0: (epsilon, delta)-DP)
@@ -469,7 +415,7 @@ class NoisyStatistics(Mechanism):
         self._values = {k: (values[k] if k in values else np.asarray(in_model[k].get_value())) for k in self.domains}
         self.factors = self._read(model, self.domains)
         self.reads = tuple(sorted({c for f in self.factors for c in (f.container, *f.covariates)}))
-        self.rows = {k: _check_values(k, v, self.domains[k]) for k, v in self._values.items()}
+        self.rows = {k: check_values(k, v, self.domains[k]) for k, v in self._values.items()}
         if len(set(self.rows.values())) > 1 and describe_unit(unit)["kind"] != "attribute":
             raise DomainError(f"the private containers have different numbers of rows {self.rows}; a record is one row of each.")
         if isinstance(unit, Users):
@@ -483,7 +429,7 @@ class NoisyStatistics(Mechanism):
         self.last_release: az.InferenceData | None = None
         self.laws: dict[str, str] = {}
 
-    def _read(self, model: pm.Model, domains: Mapping[str, Domain]) -> list[_Factor]:
+    def _read(self, model: pm.Model, domains: Mapping[str, Domain]) -> list[StatisticsFactor]:
         """The factors whose statistics are released (a subclass reads other structures)."""
         return _read_factors(model, domains)
 
@@ -569,7 +515,7 @@ class NoisyStatistics(Mechanism):
     def _true_statistics(self, values: Mapping[str, Any]) -> dict[str, float]:
         out = {}
         for f in self.factors:
-            sums = _summed(values[f.container], f.family.summarise)
+            sums = summed(values[f.container], f.family.summarise)
             for s, v in zip(f.family.statistics, np.asarray(sums).reshape(-1)):
                 out[s.name] = int(v) if s.integer else float(v)
         return out
@@ -668,14 +614,8 @@ class NoisyStatistics(Mechanism):
             "released": {"statistics": dict(self.released or {})},
             "law": dict(self.laws),
             "seed": "random_seed seeds the posterior draws given the released statistics (post-processing); the noise cannot be seeded.",
-            "versions": {**_versions(), "opendp": opendp_version()},
+            "versions": {**software_versions(), "opendp": opendp_version()},
         }
-
-    def report(self, **kwargs: Any):
-        """The :class:`~pymc_dp.PrivacyReport` of the last release."""
-        from pymc_dp.privacy_report import report
-
-        return report(self, **kwargs)
 
     # ------------------------------------------------------------------ audit protocol
     def _stat_vector(self, data: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -700,206 +640,3 @@ class NoisyStatistics(Mechanism):
     def __repr__(self):
         return (f"<NoisyStatistics ({self.epsilon:g}, {self.delta:g})-DP, unit={describe_unit(self.unit)['kind']}, "
                 f"statistics {[s.name for _, s in self.statistics]}>")
-
-
-def noisy_statistics(
-    model,
-    *,
-    epsilon: float,
-    data: Mapping[str, Domain],
-    delta: float = 0.0,
-    unit: str | Users = "record",
-    public: Sequence[str] = (),
-    values: Mapping[str, Any] | None = None,
-    ledger: Ledger | None | str = "default",
-) -> NoisyStatistics:
-    """Noise-aware inference on noisy sufficient statistics (see :mod:`pymc_dp.mechanisms.statistics`).
-
-    Parameters
-    ----------
-    model : pm.Model or callable
-        A model whose private ``pm.Data`` containers are each observed by one factor of a
-        supported family (Bernoulli, Binomial, Poisson, Normal) with parameters shared by every
-        record, or a discrete network with Beta / Dirichlet priors whose parameters are gathered
-        by at most one private class variable (Dirichlet-Categorical, naive Bayes). Never mutated.
-    epsilon : float
-        The budget of the one release of the statistics (every later draw is free).
-    data : dict of str to Domain
-        Each private container's domain (the sensitivity comes from it).
-    delta : float
-        0 (default): Laplace noise, pure ``epsilon``-DP. ``0 < delta < 1``: Gaussian noise calibrated
-        to the L2 sensitivity by OpenDP's zCDP map, ``(epsilon, delta)``-DP (no exact-count path:
-        discrete networks then go to the Gaussian statistics of each factor).
-    unit : {"record", "attribute"} or Users
-        The privacy unit.
-    public : sequence of str
-        Containers that are public.
-    values : dict of str to array_like, optional
-        The private values to use instead of the containers' own: a NumPy array (summed in
-        chunks of rows) or a Dask array / dataframe (summed block by block, never loaded whole),
-        for data larger than memory. The container in the model may then hold a small stand-in.
-    ledger : Ledger, None or "default"
-        Where the charge is recorded.
-
-    Returns
-    -------
-    NoisyCounts or NoisyStatistics
-        :class:`~pymc_dp.mechanisms.counts.NoisyCounts` for a discrete network with Beta /
-        Dirichlet priors (Beta-Bernoulli, Dirichlet-Categorical, naive Bayes: noisy counts and
-        the exact posterior given them, iid draws); :class:`NoisyStatistics` otherwise (the
-        families above, posterior by ``pm.sample``). Call ``sample`` to release.
-    """
-    model = build_model(model)
-    kwargs = dict(epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
-    if delta == 0.0:
-        from pymc_dp.mechanisms.counts import NoisyCounts
-
-        try:  # a discrete network with Beta / Dirichlet priors: exact posterior, iid draws
-            return NoisyCounts(model, **kwargs)
-        except (UnsupportedFactorError, DomainError):
-            pass  # not such a network: the paths below say what they need
-        except NotImplementedError as not_here:
-            try:
-                return NoisyStatistics(model, **kwargs)
-            except (UnsupportedFactorError, DomainError):
-                raise not_here from None
-    try:
-        return NoisyStatistics(model, delta=delta, **kwargs)
-    except ReadsPrivateCovariates:  # a Normal regression on private covariates?
-        from pymc_dp.mechanisms.regression import NoisyRegression
-
-        return NoisyRegression(model, delta=delta, **kwargs)
-
-
-# =========================================================================== choosing a path
-@dataclasses.dataclass(frozen=True)
-class Recommendation:
-    """Which private path is expected to serve a model better, from public facts only.
-
-    Attributes
-    ----------
-    path : {"noisy_statistics", "make_private"}
-        The recommended constructor.
-    reason : str
-        Why, in words a user can check.
-    variance_inflation : dict of str to float
-        For the noisy-statistics path: per statistic, ``1 + Var(noise_j) / (n Var(t_j))`` (``2 b_j^2``
-        for Laplace, ``s_j^2`` for Gaussian noise), the factor by which the noise inflates the
-        statistic's sampling variance (``Var(t_j)`` under
-        the prior predictive, which is public). Empty when that path does not apply.
-    """
-
-    path: str
-    reason: str
-    variance_inflation: dict
-
-    def __str__(self):
-        return f"{self.path}: {self.reason}"
-
-
-def recommend(
-    model,
-    *,
-    epsilon: float,
-    data: Mapping[str, Domain],
-    unit: str | Users = "record",
-    public: Sequence[str] = (),
-    random_seed: int = 0,
-    delta: float = 0.0,
-) -> Recommendation:
-    """Say which private path is expected to serve ``model`` better, from public facts only.
-
-    The choice reads the model's structure, the domains, the number of rows (public under
-    replacement), ``epsilon`` and the prior predictive; it releases nothing and charges nothing.
-
-    * Where :func:`noisy_statistics` applies (iid observations of a supported family), it is
-      recommended: noisy sufficient statistics are asymptotically efficient and the
-      noise-aware posterior is calibrated, while one posterior draw is not efficient
-      (Foulds et al. 2016) and needs the prior truncated; its reason gives the expected
-      variance inflation of each statistic.
-    * Otherwise :func:`pymc_dp.make_private` (posterior sampling), with the reason the
-      noisy-statistics path does not apply.
-
-    The user can still pick either path. ``delta > 0`` advises on the Gaussian-noise release.
-    """
-    try:
-        mech = noisy_statistics(model, epsilon=epsilon, delta=delta, data=data, unit=unit, public=public, ledger=None)
-    except (UnsupportedFactorError, DomainError, NotImplementedError) as err:
-        return Recommendation(
-            "make_private",
-            f"noisy sufficient statistics do not apply ({err}); posterior sampling with a truncated prior does",
-            {},
-        )
-    if not isinstance(mech, NoisyStatistics):  # a discrete network: noisy counts, exact posterior
-        return _recommend_counts(mech, epsilon, random_seed)
-    if hasattr(mech, "regression"):  # the covariates are private: no prior predictive of them
-        return _recommend_regression(mech, epsilon)
-    inflation = {}
-    prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
-                                       var_names=[f.name for f in mech.factors])
-    for f in mech.factors:
-        x = np.asarray(prior.prior_predictive[f.name].values, float)
-        x = x.reshape(-1, *x.shape[2:])  # (draws, rows, ...)
-        n = mech.rows[f.container] * f.elements
-        per_record = [x, x**2]
-        for s, t in zip(f.family.statistics, per_record):
-            var = float(np.mean(np.var(t.reshape(t.shape[0], -1), axis=1)))
-            b = mech.noise_scales[s.name]
-            inflation[s.name] = 1.0 + _noise_variance(mech, b) / (n * var) if var > 0 else math.inf
-    worst = max(inflation.values())
-    reason = (
-        "every private factor is an iid observation of a supported family: the noisy sufficient "
-        f"statistics are released once and the posterior given them is calibrated; the {mech.noise.capitalize()} noise "
-        f"inflates the statistics' sampling variance by at most {worst:.3g}x at epsilon = {float(epsilon):g}"
-    )
-    return Recommendation("noisy_statistics", reason, inflation)
-
-
-def _recommend_counts(mech, epsilon: float, random_seed: int) -> Recommendation:
-    """The noisy-counts path's advice: per released count, ``1 + 2 b^2 / (n Var(t))`` with
-    ``t`` the indicator that a record adds to it, ``Var(t)`` under the prior predictive."""
-    prior = pm.sample_prior_predictive(draws=200, model=mech.model, random_seed=random_seed, var_names=[rv.name for rv in mech.model.observed_RVs])
-    pred = prior.prior_predictive
-    from pymc_dp.factors import strip_casts
-
-    obs_of = {rv.name: strip_casts(mech.model.rvs_to_values[rv]).name for rv in mech.model.observed_RVs}
-    frac = []
-    for d in range(200):
-        data = {obs_of[k]: np.asarray(pred[k].values.reshape(-1, *pred[k].shape[2:])[d]) for k in pred.data_vars if obs_of.get(k) in mech.net.containers}
-        frac.append(mech._counts(data) / mech.net.rows)
-    f = np.asarray(frac)
-    var = np.mean(f * (1 - f), axis=0)
-    b = mech.noise_scale
-    with np.errstate(divide="ignore"):
-        infl = np.where(var > 0, 1.0 + 2.0 * b * b / (mech.n * np.maximum(var, 1e-300)), math.inf)
-    inflation = dict(zip(mech.entry_names(), infl.tolist()))
-    reason = (
-        "the private data form a discrete network with Beta / Dirichlet priors (Beta-Bernoulli, "
-        "Dirichlet-Categorical or naive Bayes): its counts are released once and the exact posterior given "
-        "them is calibrated, with iid draws; the Laplace noise inflates the counts' sampling variance by at "
-        f"most {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g}"
-    )
-    return Recommendation("noisy_statistics", reason, inflation)
-
-
-def _noise_variance(mech, scale: float) -> float:
-    """The variance of one statistic's noise: ``2 b^2`` for Laplace(b), ``s^2`` for Gaussian(s)."""
-    return scale * scale if getattr(mech, "noise", "laplace") == "gaussian" else 2.0 * scale * scale
-
-
-def _recommend_regression(mech, epsilon: float) -> Recommendation:
-    """A regression's advice from public facts only. The prior predictive would read the private
-    covariates, so the per-record variance of each statistic's term is bounded by ``(span/2)^2``
-    instead: the inflation ``1 + 2 b^2 / (n Var)`` is then a lower bound."""
-    n = mech.rows[mech.regression.y]
-    inflation = {}
-    for _, s in mech.statistics:
-        b = mech.noise_scales[s.name]
-        inflation[s.name] = 1.0 + _noise_variance(mech, b) / (n * (s.span / 2.0) ** 2)
-    reason = (
-        "the private data enter a Normal regression through Z'Z, Z'y and y'y: they are released once and the "
-        f"noise-aware posterior given them is calibrated; the {mech.noise.capitalize()} noise inflates those statistics' sampling "
-        f"variance by at least {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g} (a lower bound: "
-        "the covariates are private, so their spread is bounded by the domains, not simulated)"
-    )
-    return Recommendation("noisy_statistics", reason, inflation)

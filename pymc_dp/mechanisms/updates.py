@@ -28,13 +28,8 @@ import pymc as pm
 import xarray as xr
 from scipy import special as sc
 
-from pymc_dp.certification import _versions, check_containers
 from pymc_dp.certification import check_budget as _check_budget
-from pymc_dp.core import (
-    _check_ledger,
-    _exact_rng,
-    draws_dataset,
-)
+from pymc_dp.certification import check_containers
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
@@ -47,8 +42,11 @@ from pymc_dp.mechanisms.noise import (
     opendp_version,
 )
 from pymc_dp.private_data import PrivateData
+from pymc_dp.release import check_ledger, draws_dataset
 from pymc_dp.release import release as release_draws
+from pymc_dp.seeds import exact_rng
 from pymc_dp.units import Users, as_unit, describe_unit
+from pymc_dp.version import software_versions
 
 __all__ = ["FourierUpdates", "LaplaceUpdates", "fourier_updates", "laplace_updates"]
 
@@ -61,7 +59,9 @@ SEED_NOTE = (
 EXACT_FOURIER_VARIABLES = 22
 
 
-def _chains(draws: int, chains: int | None) -> int:
+def check_chains(draws: int, chains: int | None) -> int:
+    """The number of chains the draws are laid out in: ``chains`` checked to divide ``draws``, or
+    (``None``) the largest of 1..4 that does."""
     if chains is None:
         return max(c for c in range(1, 5) if draws % c == 0)
     if isinstance(chains, bool) or not isinstance(chains, numbers.Integral) or chains < 1 or draws % int(chains):
@@ -69,7 +69,7 @@ def _chains(draws: int, chains: int | None) -> int:
     return int(chains)
 
 
-class _Updates(Mechanism):
+class PosteriorUpdates(Mechanism):
     """What both mechanisms share: checks, ledger, posterior draws and the release."""
 
     name = ""
@@ -88,7 +88,7 @@ class _Updates(Mechanism):
     ):
         model = build_model(model)
         _check_budget(epsilon, 0.0, draws, unit, None)
-        self._ledger_arg = _check_ledger(ledger)
+        self._ledger_arg = check_ledger(ledger)
         self.model = model
         self.epsilon = float(epsilon)
         self.delta = 0.0
@@ -149,11 +149,11 @@ class _Updates(Mechanism):
             epsilon, unit, domains, sensitivity and its derivation, noise scale, the released
             noisy parameters, versions).
         """
-        rng = _exact_rng(random_seed)
-        chains = _chains(self.draws, chains)
+        rng = exact_rng(random_seed)
+        chains = check_chains(self.draws, chains)
         _ = self.ledger  # opened (or refused with LedgerError) before anything runs
         note = {"mechanism": self.name, "draws": self.draws, "unit": describe_unit(self.unit),
-                "pymc_dp": _versions()["pymc_dp"]}
+                "pymc_dp": software_versions()["pymc_dp"]}
         released: dict = {}
 
         def draw():
@@ -171,12 +171,6 @@ class _Updates(Mechanism):
         """Posterior draws given released parameters (post-processing, seed-deterministic)."""
         return draws_dataset(self.model, draw_posterior(self.net, params, self.draws, rng), chains)
 
-    def report(self, **kwargs: Any):
-        """The :class:`~pymc_dp.PrivacyReport` of the last release."""
-        from pymc_dp.privacy_report import report
-
-        return report(self, **kwargs)
-
     def _common_public(self) -> dict:
         return {
             "mechanism": self.name,
@@ -190,7 +184,7 @@ class _Updates(Mechanism):
             "public": list(self.public),
             "network": self.net.describe(),
             "seed": SEED_NOTE,
-            "versions": {**_versions(), "opendp": opendp_version()},
+            "versions": {**software_versions(), "opendp": opendp_version()},
         }
 
     def __repr__(self):
@@ -223,7 +217,7 @@ def _params_json(net: BayesNet, params: Mapping[str, np.ndarray]) -> dict:
 
 
 # =========================================================================== Alg. 1
-class LaplaceUpdates(_Updates):
+class LaplaceUpdates(PosteriorUpdates):
     """Laplace mechanism on posterior updates (AAAI 2016, Alg. 1).
 
     Releases ``Z = clip(Δω + Lap(Δ/ε), 0, u)``, ``Δω`` the vector of every count (per node,
@@ -326,7 +320,7 @@ class LaplaceUpdates(_Updates):
 
 
 # =========================================================================== Alg. 2
-class FourierUpdates(_Updates):
+class FourierUpdates(PosteriorUpdates):
     """Laplace mechanism in the Fourier domain (AAAI 2016, Alg. 2; Barak et al. 2007).
 
     With the ``|I|`` binary variables of a record and the contingency table ``h`` of the

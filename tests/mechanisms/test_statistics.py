@@ -24,7 +24,7 @@ from scipy import special, stats
 
 import pymc_dp
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
-from pymc_dp.mechanisms.statistics import _square_span
+from pymc_dp.mechanisms.statistics import square_span as _square_span
 
 N = 40
 

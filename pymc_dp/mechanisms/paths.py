@@ -1,0 +1,226 @@
+"""Choosing a private path: which noisy-statistics mechanism fits a model, and which path serves it better.
+
+:func:`noisy_statistics` builds the mechanism that fits the model (noisy counts with an exact
+posterior for a discrete network with Beta / Dirichlet priors, noisy sufficient statistics of
+iid families, or of a Normal linear regression on private covariates). :func:`recommend` says,
+from public facts only, whether that path or posterior sampling (:func:`pymc_dp.make_private`)
+is expected to serve the model better. Both sit above the three mechanisms they choose among.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pymc as pm
+
+from pymc_dp.domains import Domain
+from pymc_dp.exceptions import DomainError, UnsupportedFactorError
+from pymc_dp.ledger import Ledger
+from pymc_dp.mechanisms.base import build_model
+from pymc_dp.mechanisms.counts import NoisyCounts
+from pymc_dp.mechanisms.regression import NoisyRegression
+from pymc_dp.mechanisms.statistics import NoisyStatistics, ReadsPrivateCovariates
+from pymc_dp.units import Users
+
+__all__ = ["Recommendation", "noisy_statistics", "recommend"]
+
+
+def noisy_statistics(
+    model,
+    *,
+    epsilon: float,
+    data: Mapping[str, Domain],
+    delta: float = 0.0,
+    unit: str | Users = "record",
+    public: Sequence[str] = (),
+    values: Mapping[str, Any] | None = None,
+    ledger: Ledger | None | str = "default",
+) -> NoisyStatistics:
+    """Noise-aware inference on noisy sufficient statistics (:mod:`pymc_dp.mechanisms.statistics`, :mod:`pymc_dp.mechanisms.counts`, :mod:`pymc_dp.mechanisms.regression`).
+
+    Parameters
+    ----------
+    model : pm.Model or callable
+        A model whose private ``pm.Data`` containers are each observed by one factor of a
+        supported family (Bernoulli, Binomial, Poisson, Normal) with parameters shared by every
+        record, or a discrete network with Beta / Dirichlet priors whose parameters are gathered
+        by at most one private class variable (Dirichlet-Categorical, naive Bayes). Never mutated.
+    epsilon : float
+        The budget of the one release of the statistics (every later draw is free).
+    data : dict of str to Domain
+        Each private container's domain (the sensitivity comes from it).
+    delta : float
+        0 (default): Laplace noise, pure ``epsilon``-DP. ``0 < delta < 1``: Gaussian noise calibrated
+        to the L2 sensitivity by OpenDP's zCDP map, ``(epsilon, delta)``-DP (no exact-count path:
+        discrete networks then go to the Gaussian statistics of each factor).
+    unit : {"record", "attribute"} or Users
+        The privacy unit.
+    public : sequence of str
+        Containers that are public.
+    values : dict of str to array_like, optional
+        The private values to use instead of the containers' own: a NumPy array (summed in
+        chunks of rows) or a Dask array / dataframe (summed block by block, never loaded whole),
+        for data larger than memory. The container in the model may then hold a small stand-in.
+    ledger : Ledger, None or "default"
+        Where the charge is recorded.
+
+    Returns
+    -------
+    NoisyCounts or NoisyStatistics
+        :class:`~pymc_dp.mechanisms.counts.NoisyCounts` for a discrete network with Beta /
+        Dirichlet priors (Beta-Bernoulli, Dirichlet-Categorical, naive Bayes: noisy counts and
+        the exact posterior given them, iid draws); :class:`NoisyStatistics` otherwise (the
+        families above, posterior by ``pm.sample``). Call ``sample`` to release.
+    """
+    model = build_model(model)
+    kwargs = dict(epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
+    if delta == 0.0:
+        try:  # a discrete network with Beta / Dirichlet priors: exact posterior, iid draws
+            return NoisyCounts(model, **kwargs)
+        except (UnsupportedFactorError, DomainError):
+            pass  # not such a network: the paths below say what they need
+        except NotImplementedError as not_here:
+            try:
+                return NoisyStatistics(model, **kwargs)
+            except (UnsupportedFactorError, DomainError):
+                raise not_here from None
+    try:
+        return NoisyStatistics(model, delta=delta, **kwargs)
+    except ReadsPrivateCovariates:  # a Normal regression on private covariates?
+        return NoisyRegression(model, delta=delta, **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recommendation:
+    """Which private path is expected to serve a model better, from public facts only.
+
+    Attributes
+    ----------
+    path : {"noisy_statistics", "make_private"}
+        The recommended constructor.
+    reason : str
+        Why, in words a user can check.
+    variance_inflation : dict of str to float
+        For the noisy-statistics path: per statistic, ``1 + Var(noise_j) / (n Var(t_j))`` (``2 b_j^2``
+        for Laplace, ``s_j^2`` for Gaussian noise), the factor by which the noise inflates the
+        statistic's sampling variance (``Var(t_j)`` under
+        the prior predictive, which is public). Empty when that path does not apply.
+    """
+
+    path: str
+    reason: str
+    variance_inflation: dict
+
+    def __str__(self):
+        return f"{self.path}: {self.reason}"
+
+
+def recommend(
+    model,
+    *,
+    epsilon: float,
+    data: Mapping[str, Domain],
+    unit: str | Users = "record",
+    public: Sequence[str] = (),
+    random_seed: int = 0,
+    delta: float = 0.0,
+) -> Recommendation:
+    """Say which private path is expected to serve ``model`` better, from public facts only.
+
+    The choice reads the model's structure, the domains, the number of rows (public under
+    replacement), ``epsilon`` and the prior predictive; it releases nothing and charges nothing.
+
+    * Where :func:`noisy_statistics` applies (iid observations of a supported family), it is
+      recommended: noisy sufficient statistics are asymptotically efficient and the
+      noise-aware posterior is calibrated, while one posterior draw is not efficient
+      (Foulds et al. 2016) and needs the prior truncated; its reason gives the expected
+      variance inflation of each statistic.
+    * Otherwise :func:`pymc_dp.make_private` (posterior sampling), with the reason the
+      noisy-statistics path does not apply.
+
+    The user can still pick either path. ``delta > 0`` advises on the Gaussian-noise release.
+    """
+    try:
+        mech = noisy_statistics(model, epsilon=epsilon, delta=delta, data=data, unit=unit, public=public, ledger=None)
+    except (UnsupportedFactorError, DomainError, NotImplementedError) as err:
+        return Recommendation(
+            "make_private",
+            f"noisy sufficient statistics do not apply ({err}); posterior sampling with a truncated prior does",
+            {},
+        )
+    if not isinstance(mech, NoisyStatistics):  # a discrete network: noisy counts, exact posterior
+        return _recommend_counts(mech, epsilon, random_seed)
+    if hasattr(mech, "regression"):  # the covariates are private: no prior predictive of them
+        return _recommend_regression(mech, epsilon)
+    inflation = {}
+    prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
+                                       var_names=[f.name for f in mech.factors])
+    for f in mech.factors:
+        x = np.asarray(prior.prior_predictive[f.name].values, float)
+        x = x.reshape(-1, *x.shape[2:])  # (draws, rows, ...)
+        n = mech.rows[f.container] * f.elements
+        per_record = [x, x**2]
+        for s, t in zip(f.family.statistics, per_record):
+            var = float(np.mean(np.var(t.reshape(t.shape[0], -1), axis=1)))
+            b = mech.noise_scales[s.name]
+            inflation[s.name] = 1.0 + _noise_variance(mech, b) / (n * var) if var > 0 else math.inf
+    worst = max(inflation.values())
+    reason = (
+        "every private factor is an iid observation of a supported family: the noisy sufficient "
+        f"statistics are released once and the posterior given them is calibrated; the {mech.noise.capitalize()} noise "
+        f"inflates the statistics' sampling variance by at most {worst:.3g}x at epsilon = {float(epsilon):g}"
+    )
+    return Recommendation("noisy_statistics", reason, inflation)
+
+
+def _recommend_counts(mech, epsilon: float, random_seed: int) -> Recommendation:
+    """The noisy-counts path's advice: per released count, ``1 + 2 b^2 / (n Var(t))`` with
+    ``t`` the indicator that a record adds to it, ``Var(t)`` under the prior predictive."""
+    prior = pm.sample_prior_predictive(draws=200, model=mech.model, random_seed=random_seed, var_names=[rv.name for rv in mech.model.observed_RVs])
+    pred = prior.prior_predictive
+    from pymc_dp.factors import strip_casts
+
+    obs_of = {rv.name: strip_casts(mech.model.rvs_to_values[rv]).name for rv in mech.model.observed_RVs}
+    frac = []
+    for d in range(200):
+        data = {obs_of[k]: np.asarray(pred[k].values.reshape(-1, *pred[k].shape[2:])[d]) for k in pred.data_vars if obs_of.get(k) in mech.net.containers}
+        frac.append(mech.true_counts(data) / mech.net.rows)
+    f = np.asarray(frac)
+    var = np.mean(f * (1 - f), axis=0)
+    b = mech.noise_scale
+    with np.errstate(divide="ignore"):
+        infl = np.where(var > 0, 1.0 + 2.0 * b * b / (mech.n * np.maximum(var, 1e-300)), math.inf)
+    inflation = dict(zip(mech.entry_names(), infl.tolist()))
+    reason = (
+        "the private data form a discrete network with Beta / Dirichlet priors (Beta-Bernoulli, "
+        "Dirichlet-Categorical or naive Bayes): its counts are released once and the exact posterior given "
+        "them is calibrated, with iid draws; the Laplace noise inflates the counts' sampling variance by at "
+        f"most {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g}"
+    )
+    return Recommendation("noisy_statistics", reason, inflation)
+
+
+def _noise_variance(mech, scale: float) -> float:
+    """The variance of one statistic's noise: ``2 b^2`` for Laplace(b), ``s^2`` for Gaussian(s)."""
+    return scale * scale if getattr(mech, "noise", "laplace") == "gaussian" else 2.0 * scale * scale
+
+
+def _recommend_regression(mech, epsilon: float) -> Recommendation:
+    """A regression's advice from public facts only. The prior predictive would read the private
+    covariates, so the per-record variance of each statistic's term is bounded by ``(span/2)^2``
+    instead: the inflation ``1 + 2 b^2 / (n Var)`` is then a lower bound."""
+    n = mech.rows[mech.regression.y]
+    inflation = {}
+    for _, s in mech.statistics:
+        b = mech.noise_scales[s.name]
+        inflation[s.name] = 1.0 + _noise_variance(mech, b) / (n * (s.span / 2.0) ** 2)
+    reason = (
+        "the private data enter a Normal regression through Z'Z, Z'y and y'y: they are released once and the "
+        f"noise-aware posterior given them is calibrated; the {mech.noise.capitalize()} noise inflates those statistics' sampling "
+        f"variance by at least {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g} (a lower bound: "
+        "the covariates are private, so their spread is bounded by the domains, not simulated)"
+    )
+    return Recommendation("noisy_statistics", reason, inflation)
