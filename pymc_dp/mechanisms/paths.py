@@ -38,6 +38,7 @@ def noisy_statistics(
     public: Sequence[str] = (),
     values: Mapping[str, Any] | None = None,
     ledger: Ledger | None | str = "default",
+    weights: Mapping[str, float] | None = None,
 ) -> NoisyStatistics:
     """Noise-aware inference on noisy sufficient statistics (:mod:`pymc_dp.mechanisms.statistics`, :mod:`pymc_dp.mechanisms.counts`, :mod:`pymc_dp.mechanisms.regression`).
 
@@ -66,6 +67,15 @@ def noisy_statistics(
         for data larger than memory. The container in the model may then hold a small stand-in.
     ledger : Ledger, None or "default"
         Where the charge is recorded.
+    weights : dict of str to float, optional
+        Each released statistic's share of the budget, by its name (``mech.noise_scales`` lists
+        them; 1 for those not given): statistic ``j`` gets noise of scale ``Delta_j K_w / (w_j
+        epsilon)``, ``K_w`` the certified bound on ``sum_j w_j |change_j| / Delta_j``, so the
+        release stays ``epsilon``-DP whatever the weights. A larger weight buys a statistic less
+        noise at the others' expense, e.g. ``{"sum(y^2)": 3}`` where a regression's scale matters
+        and the outcome's range is wide. Choose them from public knowledge, never from the data;
+        the release states them. Given weights select the per-statistic path (a discrete network
+        then releases the statistics of each factor, not one vector of counts).
 
     Returns
     -------
@@ -77,6 +87,11 @@ def noisy_statistics(
     """
     model = build_model(model)
     kwargs = dict(epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
+    if weights is not None:  # per-statistic shares: the statistics paths
+        try:
+            return NoisyStatistics(model, delta=delta, weights=weights, **kwargs)
+        except ReadsPrivateCovariates:
+            return NoisyRegression(model, delta=delta, weights=weights, **kwargs)
     if delta == 0.0:
         try:  # a discrete network with Beta / Dirichlet priors: exact posterior, iid draws
             return NoisyCounts(model, **kwargs)

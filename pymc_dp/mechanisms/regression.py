@@ -318,11 +318,14 @@ class NoisyRegression(NoisyStatistics):
         for j, f in enumerate(reg.features):
             if f.ball is not None:
                 balls.setdefault(f.ball, []).append(j)
-        K, attained = joint_bound([t for *_, t in reg.stats], [sp for _, sp, _, _ in reg.stats], lo, hi, radius=balls)
+        w = self.weights
+        K, attained = joint_bound([t for *_, t in reg.stats], [sp for _, sp, _, _ in reg.stats], lo, hi,
+                                  weights=[w[n] for n, *_ in reg.stats], radius=balls)
         d = len(reg.stats)
-        if kind == "attribute":
+        if kind == "attribute":  # one container moves only its statistics: their weights bound K
             d = max(sum(c in r for _, _, r, _ in reg.stats) for c in self.reads)
-            return min(K, d), min(attained, d), d
+            dw = max(sum(w[n] for n, _, r, _ in reg.stats if c in r) for c in self.reads)
+            return min(K, dw), min(attained, dw), d
         return K, attained, d
 
     def _true_statistics(self, values: Mapping[str, Any]) -> dict[str, float]:

@@ -23,6 +23,7 @@ above ``d``.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -54,12 +55,13 @@ def joint_bound(
     lo: Sequence[float],
     hi: Sequence[float],
     *,
+    weights: Sequence[float] | None = None,
     radius: dict | None = None,
     tol: float = 0.01,
     max_rounds: int = 60,
     max_boxes: int = 1_000_000,
 ) -> tuple[float, float]:
-    """``(upper, lower)`` bounds on ``K* = sup_{r, r'} sum_j |t_j(r) - t_j(r')| / span_j``.
+    """``(upper, lower)`` bounds on ``K* = sup_{r, r'} sum_j w_j |t_j(r) - t_j(r')| / span_j``.
 
     Parameters
     ----------
@@ -70,6 +72,8 @@ def joint_bound(
         Each statistic's span (its range over one record); zero-span statistics are ignored.
     lo, hi : sequence of float
         The record's coordinate box.
+    weights : sequence of float, optional
+        Each statistic's weight ``w_j > 0`` (its share of a budget); 1 for all by default.
     radius : dict, optional
         ``{radius: [coordinates]}``: those coordinates also lie in a Euclidean ball of that radius.
         The upper bound stays sound (it ranges over the box); lower-bound points are kept inside
@@ -79,29 +83,33 @@ def joint_bound(
     -------
     (upper, lower) : float
         ``lower <= K* <= upper``, ``upper <= (1 + tol) lower`` unless the rounds ran out, and
-        ``upper <= len(nonzero spans)``.
+        ``upper <= sum_j w_j`` over the nonzero spans (each term is at most its weight).
 
     The bound depends on public facts only (terms, spans, domain), so it is remembered: repeated
     releases with the same domains (a sweep, a calibration) reuse it.
     """
-    key = (tuple(map(tuple, terms)), tuple(map(float, spans)), tuple(map(float, lo)), tuple(map(float, hi)),
+    weights = [1.0] * len(spans) if weights is None else [float(v) for v in weights]
+    if len(weights) != len(spans) or not all(math.isfinite(v) and v > 0 for v in weights):
+        raise ValueError(f"weights={weights!r} must be one finite number > 0 per statistic")
+    key = (tuple(map(tuple, terms)), tuple(map(float, spans)), tuple(weights), tuple(map(float, lo)), tuple(map(float, hi)),
            tuple(sorted((float(r), tuple(c)) for r, c in (radius or {}).items())), tol, max_rounds, max_boxes)
     if key not in _JOINT_CACHE:
         if len(_JOINT_CACHE) > 256:
             _JOINT_CACHE.clear()
-        _JOINT_CACHE[key] = _branch_and_bound(terms, spans, lo, hi, radius, tol, max_rounds, max_boxes)
+        _JOINT_CACHE[key] = _branch_and_bound(terms, spans, weights, lo, hi, radius, tol, max_rounds, max_boxes)
     return _JOINT_CACHE[key]
 
 
 _JOINT_CACHE: dict = {}
 
 
-def _branch_and_bound(terms, spans, lo, hi, radius, tol, max_rounds, max_boxes) -> tuple[float, float]:
+def _branch_and_bound(terms, spans, weights, lo, hi, radius, tol, max_rounds, max_boxes) -> tuple[float, float]:
     """:func:`joint_bound`'s computation (not remembered)."""
     keep = [j for j, s in enumerate(spans) if s > 0]
     terms = [tuple(terms[j]) for j in keep]
-    w = 1.0 / np.asarray([spans[j] for j in keep], float)
-    d = float(len(keep))
+    w = np.asarray([weights[j] / spans[j] for j in keep], float)
+    # each |t_j(r) - t_j(r')| is at most span_j, so the sum is at most the sum of the weights
+    d = float(sum(weights[j] for j in keep))
     if not keep:
         return 0.0, 0.0
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)

@@ -390,6 +390,7 @@ class NoisyStatistics(Mechanism):
         public: Sequence[str] = (),
         values: Mapping[str, Any] | None = None,
         ledger: Ledger | None | str = "default",
+        weights: Mapping[str, float] | None = None,
     ):
         model = build_model(model)
         _check_budget(epsilon, delta, 1, unit, None)
@@ -415,6 +416,7 @@ class NoisyStatistics(Mechanism):
         self._values = {k: (values[k] if k in values else np.asarray(in_model[k].get_value())) for k in self.domains}
         self.factors = self._read(model, self.domains)
         self.reads = tuple(sorted({c for f in self.factors for c in (f.container, *f.covariates)}))
+        self.weights = self._check_weights(weights)
         self.rows = {k: check_values(k, v, self.domains[k]) for k, v in self._values.items()}
         if len(set(self.rows.values())) > 1 and describe_unit(unit)["kind"] != "attribute":
             raise DomainError(f"the private containers have different numbers of rows {self.rows}; a record is one row of each.")
@@ -429,6 +431,20 @@ class NoisyStatistics(Mechanism):
         self.last_release: az.InferenceData | None = None
         self.laws: dict[str, str] = {}
 
+    def _check_weights(self, weights: Mapping[str, float] | None) -> dict[str, float]:
+        """Each released statistic's share of the budget (1 for every statistic unless given):
+        statistic ``j`` gets noise of scale ``Delta_j K_w / (w_j epsilon)``. Public: chosen
+        before the data are read, and stated in the release."""
+        names = [s.name for f in self.factors for s in f.family.statistics]
+        weights = dict(weights or {})
+        unknown = sorted(set(weights) - set(names))
+        if unknown:
+            raise ValueError(f"weights= names {unknown}, which are not released statistics; they are {names}.")
+        for k, w in weights.items():
+            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not (math.isfinite(w) and w > 0):
+                raise ValueError(f"weights[{k!r}]={w!r} must be a finite number > 0.")
+        return {k: float(weights.get(k, 1.0)) for k in names}
+
     def _read(self, model: pm.Model, domains: Mapping[str, Domain]) -> list[StatisticsFactor]:
         """The factors whose statistics are released (a subclass reads other structures)."""
         return _read_factors(model, domains)
@@ -438,19 +454,21 @@ class NoisyStatistics(Mechanism):
         return {s.name: frozenset({f.container}) for f in self.factors for s in f.family.statistics}
 
     def _joint(self, kind: str) -> tuple[float, float, int]:
-        """``(K, attained, d)``: a certified bound ``K`` on ``sup sum_j |Delta t_j| / span_j``
-        over one unit's change (:func:`~pymc_dp.mechanisms.sensitivity.joint_bound`), the value a
-        change attains, and the number ``d`` of statistics it can move (``K <= d``)."""
+        """``(K, attained, d)``: a certified bound ``K`` on ``sup sum_j w_j |Delta t_j| / span_j``
+        over one unit's change (:func:`~pymc_dp.mechanisms.sensitivity.joint_bound`), the value a change attains, and the number ``d`` of statistics it can
+        move (``K <= sum_j w_j``, which is ``d`` with unit weights)."""
         from pymc_dp.mechanisms.sensitivity import joint_bound
 
         per = {}
         for f in self.factors:
             st = f.family.statistics
             if len(st) == 1:
-                per[f.container] = (1.0, 1.0, 1)
+                w = self.weights[st[0].name]
+                per[f.container] = (w, w, 1)
                 continue
             dom = self.domains[f.container]
-            up, low = joint_bound([s.term for s in st], [s.span for s in st], [dom.lo], [dom.hi])
+            up, low = joint_bound([s.term for s in st], [s.span for s in st], [dom.lo], [dom.hi],
+                                  weights=[self.weights[s.name] for s in st])
             per[f.container] = (up, low, len(st))
         if kind == "attribute":  # the containers' statistics are disjoint: the worst container
             return max(per.values())
@@ -461,9 +479,10 @@ class NoisyStatistics(Mechanism):
         kind = describe_unit(self.unit)["kind"]
         m = self.rows_per_unit
         K, attained, d = self._joint(kind)
-        # Gaussian: each normalised change |dt_j| / Delta_j is at most 1 and they sum to at most K,
-        # so the L2 norm of the normalised change is at most sqrt(K) (sum a_j^2 <= max a_j sum a_j)
-        K2 = math.sqrt(K)
+        # Gaussian: each normalised change a_j = w_j |dt_j| / Delta_j is at most w_j and they sum to
+        # at most K, so the L2 norm of the normalised change is at most sqrt(max_j w_j K)
+        # (sum a_j^2 <= max a_j sum a_j)
+        K2 = math.sqrt(max(self.weights.values(), default=1.0) * K)
         unit_scale = K / self.epsilon if self.noise == "laplace" else gaussian_scale(K2, self.epsilon, self.delta)
         stats, sens, scales = [], {}, {}
         for f in self.factors:
@@ -471,9 +490,10 @@ class NoisyStatistics(Mechanism):
                 delta_j = s.span * f.elements * m
                 stats.append((f, s))
                 sens[s.name] = delta_j
-                scales[s.name] = delta_j * unit_scale
+                w = self.weights[s.name]
+                scales[s.name] = delta_j / w * unit_scale
                 if s.integer and self.noise == "laplace":  # one statistic per count factor: its own map is the release's
-                    discrete_laplace(np.zeros(0, np.int64), scales[s.name], sensitivity=delta_j, epsilon=self.epsilon / K)
+                    discrete_laplace(np.zeros(0, np.int64), scales[s.name], sensitivity=delta_j, epsilon=self.epsilon * w / K)
         # the release as one vector of the statistics over their sensitivities: L1 change <= K (L2 <= sqrt K)
         if self.noise == "laplace":
             continuous_laplace(np.zeros(0), unit_scale, sensitivity=K, epsilon=self.epsilon)
@@ -485,7 +505,17 @@ class NoisyStatistics(Mechanism):
             "most Delta_j = span_j x elements per record" + (f" x {m} rows" if m > 1 else "")
             + ": " + ", ".join(f"{k}: {v:g}" for k, v in sens.items())
         )
-        if self.noise == "laplace":
+        weighted = any(w != 1.0 for w in self.weights.values())
+        if weighted:
+            per_statistic += "; the statistics' shares of the budget (weights w_j): " + ", ".join(
+                f"{k}: {w:g}" for k, w in self.weights.items())
+        if self.noise == "laplace" and weighted:
+            derivation = per_statistic + (
+                f". Jointly, sum_j w_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval "
+                f"branch and bound; a change attains {attained:.6g}; the sum of the weights would bound it by "
+                f"{sum(self.weights.values()):g}), so Laplace scales b_j = Delta_j K / (w_j epsilon) give epsilon"
+            )
+        elif self.noise == "laplace":
             derivation = per_statistic + (
                 f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval branch "
                 f"and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
@@ -493,8 +523,8 @@ class NoisyStatistics(Mechanism):
             )
         else:
             derivation = per_statistic + (
-                f". Each |change_j| / Delta_j <= 1 and their sum is <= K = {K:.6g} (certified), so their L2 norm is "
-                f"<= sqrt(K) = {K2:.6g}; Gaussian scales Delta_j s with s = {unit_scale:.6g}, the least scale whose "
+                f". Each w_j |change_j| / Delta_j <= w_j and their sum is <= K = {K:.6g} (certified), so their L2 norm "
+                f"is <= sqrt(max_j w_j K) = {K2:.6g}; Gaussian scales Delta_j s / w_j with s = {unit_scale:.6g}, the least scale whose "
                 f"OpenDP map (rho-zCDP, rho = {K2:.4g}^2 / 2s^2, converted) gives (epsilon, delta) = "
                 f"({self.epsilon:g}, {self.delta:g})"
             )
@@ -604,7 +634,8 @@ class NoisyStatistics(Mechanism):
             "public": list(self.public),
             "rows": dict(self.rows),
             "sensitivity": {"l1": self.joint["K"], **({"l2": self.joint["l2"]} if self.noise == "gaussian" else {}),
-                            "derivation": self.derivation, "per_statistic": dict(self.sensitivity)},
+                            "derivation": self.derivation, "per_statistic": dict(self.sensitivity),
+                            "weights": dict(self.weights)},
             "noise": {
                 "distribution": ("Laplace per statistic (discrete for integer sums)" if self.noise == "laplace"
                                  else "Gaussian per statistic (discrete for integer sums)"),

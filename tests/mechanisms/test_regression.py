@@ -211,6 +211,24 @@ def one_covariate(n=6, seed=0):
     return model, {"x": pymc_dp.Interval(-1, 1), "y": pymc_dp.Interval(-1, 1)}
 
 
+def test_weights_keep_epsilon_over_every_change_of_one_record():
+    """With a share of 3 on sum y^2, the release's loss over a grid of one record's changes
+    (x, y) -> (x', y') is at most epsilon and attained within 1%."""
+    model, domains = one_covariate()
+    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, weights={"sum(y^2)": 3.0}, ledger=None)
+    names = list(mech.noise_scales)
+    b = np.array([mech.noise_scales[k] for k in names])
+    g = np.linspace(-1, 1, 41)
+    x, y = [a.ravel() for a in np.meshgrid(g, g)]
+    terms = {"sum(x^2)": x * x, "sum(x*y)": x * y, "sum(y^2)": y * y}
+    t = np.stack([terms[k] for k in names], axis=1)
+    loss = np.max(np.abs(t[:, None, :] - t[None, :, :]) @ (1 / b))
+    assert 1.0 / 1.01 <= loss <= 1.0 + 1e-9
+    plain = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=None)
+    assert mech.noise_scales["sum(y^2)"] < plain.noise_scales["sum(y^2)"]
+    assert all(mech.noise_scales[k] > plain.noise_scales[k] for k in ("sum(x^2)", "sum(x*y)"))
+
+
 @pytest.mark.extended
 def test_statistical_audit_catches_halved_noise():
     """sum x^2, sum x y, sum y^2: K = 2.5 of d = 3; half the noise doubles the loss to 2."""

@@ -70,3 +70,18 @@ def test_one_statistic_and_zero_spans():
     assert joint_bound([(0,)], [3.0], [0.0], [3.0]) == (1.0, 1.0)
     assert joint_bound([(0,), (0, 0)], [2.0, 0.0], [-1.0], [1.0])[0] == pytest.approx(1.0)
     assert joint_bound([], [], [0.0], [1.0]) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("weights", [(1.0, 3.0), (0.2, 1.0), (4.0, 0.5, 2.0)])
+def test_weights_against_brute_force(weights):
+    """sup sum_j w_j |change_j| / span_j: between the bounds, and the cap is the sum of the
+    weights (a weight above 1 lets a term exceed 1: the unweighted cap d would be unsound)."""
+    terms = [(0,), (0, 0), (1,)][: len(weights)]
+    pts = np.stack([a.ravel() for a in np.meshgrid(np.linspace(-5, 5, 81), np.linspace(-1, 2, 31))], axis=1)
+    spans = [10.0, 25.0, 3.0][: len(weights)]
+    up, low = joint_bound(terms, spans, [-5.0, -1.0], [5.0, 2.0], weights=list(weights))
+    want = brute(terms, np.asarray(spans) / np.asarray(weights), pts)
+    assert low <= want + 1e-9 <= up + 1e-9
+    assert up <= 1.01 * low + 1e-12 and up <= sum(weights) + 1e-12
+    with pytest.raises(ValueError, match="weights"):
+        joint_bound(terms, spans, [-5.0, -1.0], [5.0, 2.0], weights=[1.0] * (len(weights) - 1) + [0.0])

@@ -111,6 +111,37 @@ def test_units_scale_the_sensitivity():
     assert user.noise_scales == {k: 3 * v for k, v in rec.noise_scales.items()}
 
 
+@pytest.mark.parametrize("weights", [{"sum(y^2)": 3.0}, {"sum(y)": 0.25}, {"sum(y)": 2.0, "sum(y^2)": 5.0}])
+def test_weights_keep_epsilon_by_brute_force(weights):
+    """Shares of the budget: b_j = Delta_j K_w / (w_j epsilon). The loss of the release,
+    max over one record's change of sum_j |change_j| / b_j, is epsilon on a grid of changes (not
+    more: private; attained: nothing is wasted), and a heavier statistic gets less noise."""
+    domain = pymc_dp.Interval(-5, 5)
+    plain = pymc_dp.NoisyStatistics(heights(), epsilon=2.0, data={"y": domain}, ledger=None)
+    mech = pymc_dp.NoisyStatistics(heights(), epsilon=2.0, data={"y": domain}, weights=weights, ledger=None)
+    grid = np.linspace(-5, 5, 401)
+    t = np.stack([grid, grid**2], axis=1)
+    b = np.array([mech.noise_scales["sum(y)"], mech.noise_scales["sum(y^2)"]])
+    loss = np.max(np.abs(t[:, None, :] - t[None, :, :]) @ (1 / b))
+    assert loss <= 2.0 * (1 + 1e-9)
+    assert loss >= 2.0 / 1.01  # the certified K_w is within 1% of the attained one
+    w = np.array([mech.weights["sum(y)"], mech.weights["sum(y^2)"]])
+    # relative to the unweighted release, the ratio of the two scales moves by the weights' ratio
+    ratio = (b[1] / b[0]) / (plain.noise_scales["sum(y^2)"] / plain.noise_scales["sum(y)"])
+    assert ratio == pytest.approx(w[0] / w[1], rel=1e-9)
+    assert mech._public()["sensitivity"]["weights"] == dict(zip(["sum(y)", "sum(y^2)"], w.tolist()))
+    assert "w_j" in mech.derivation
+
+
+def test_weights_are_refused_unless_they_name_statistics_and_are_positive():
+    domain = {"y": pymc_dp.Interval(-5, 5)}
+    with pytest.raises(ValueError, match="sum\\(x\\^2\\).*not released statistics"):
+        pymc_dp.noisy_statistics(heights(), epsilon=1.0, data=domain, weights={"sum(x^2)": 2.0}, ledger=None)
+    for bad in (0.0, -1.0, float("inf"), True):
+        with pytest.raises(ValueError, match="must be a finite number > 0"):
+            pymc_dp.noisy_statistics(heights(), epsilon=1.0, data=domain, weights={"sum(y^2)": bad}, ledger=None)
+
+
 # --------------------------------------------------------------------------- the noise-aware law
 def test_count_law_is_the_exact_sum_over_values():
     """log p(z | p) = log sum_k Binomial(k | n, p) DiscreteLaplace(z - k | b), computed by scipy."""
