@@ -133,6 +133,21 @@ def test_weights_keep_epsilon_by_brute_force(weights):
     assert "w_j" in mech.derivation
 
 
+def test_weights_keep_the_gaussian_l2_sensitivity_by_brute_force():
+    """delta > 0: the vector of changes w_j change_j / Delta_j has L2 norm <= sqrt(max w K_w)
+    (the sensitivity OpenDP's Gaussian map is given) over a grid of one record's changes."""
+    domain = pymc_dp.Interval(-5, 5)
+    mech = pymc_dp.NoisyStatistics(heights(), epsilon=2.0, delta=1e-6, data={"y": domain},
+                                   weights={"sum(y^2)": 3.0}, ledger=None)
+    grid = np.linspace(-5, 5, 401)
+    t = np.stack([grid, grid**2], axis=1)
+    scaled = np.array([mech.weights[k] / mech.sensitivity[k] for k in ("sum(y)", "sum(y^2)")])
+    l2 = np.sqrt(np.max(np.sum(((t[:, None, :] - t[None, :, :]) * scaled) ** 2, axis=-1)))
+    assert l2 <= mech.joint["l2"] * (1 + 1e-9)
+    s = mech.noise_scales["sum(y)"] / mech.sensitivity["sum(y)"] * mech.weights["sum(y)"]
+    assert mech.noise_scales["sum(y^2)"] == pytest.approx(mech.sensitivity["sum(y^2)"] * s / 3.0)
+
+
 def test_weights_are_refused_unless_they_name_statistics_and_are_positive():
     domain = {"y": pymc_dp.Interval(-5, 5)}
     with pytest.raises(ValueError, match="sum\\(x\\^2\\).*not released statistics"):
