@@ -19,7 +19,7 @@ from pytensor.tensor.random.basic import PoissonRV
 import pymc_dp
 from pymc_dp.audits import audit
 from pymc_dp.rules import oscillation as osc_rules
-from tests.test_audit import CONJUGATE, SCALAR, gamma_poisson, private, scalar
+from tests.audits.helpers import CONJUGATE, SCALAR, gamma_poisson, private, scalar
 
 EXACT = ["Binomial", "Poisson", "Exponential", "Normal"]
 NUMERICAL = ["Exponential", "Gamma", "Beta", "Poisson", "LogNormal"]
