@@ -1,4 +1,4 @@
-"""Subprocess helper for tests/test_ledger.py (not a test module).
+"""Subprocess helper for tests/test_ledger.py and tests/test_fingerprint.py (not a test module).
 
 Usage: ``python _ledger_worker.py MODE PATH [JSON-ARGS]``. It imports ``pymc_dp.ledger`` from
 the repository that holds this file, *without* running ``pymc_dp/__init__.py`` (which imports

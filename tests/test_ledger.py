@@ -21,7 +21,7 @@ import platformdirs
 import pytest
 
 from pymc_dp.exceptions import BudgetExceededError, LedgerError, PrivacyError
-from pymc_dp.ledger import Ledger, Reservation, Spend, default_ledger_path, fingerprint
+from pymc_dp.ledger import Ledger, Reservation, Spend, default_ledger_path
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = Path(__file__).resolve().parent / "_ledger_worker.py"
@@ -596,67 +596,7 @@ def test_locked_longer_than_timeout(path):
     assert lg.spent(DS).releases == 1
 
 
-# ---- 8. fingerprint --------------------------------------------------------------------------
-
-
-def _fp_inputs():
-    data = {
-        "y": np.array([0, 1, 1, 0, 1], dtype=np.int64),
-        "X": np.arange(15, dtype=np.float64).reshape(5, 3) / 7.0,
-    }
-    domains = {"y": {"type": "Binary"}, "X": {"type": "Box", "lo": [-1.0], "hi": [3.0]}}
-    return data, domains
-
-
-def test_fingerprint_is_deterministic_across_processes():
-    data, domains = _fp_inputs()
-    here = fingerprint(data, domains, "record")
-    assert len(here) == 64 and int(here, 16) >= 0
-    out = subprocess.run(
-        [sys.executable, str(WORKER), "fingerprint", "-"], capture_output=True, text=True,
-        env=_env(), cwd=str(ROOT), timeout=60, check=True,
-    )
-    assert out.stdout.strip() == here
-    # container order, memory layout and byte order do not matter
-    swapped = {"X": np.asfortranarray(data["X"]), "y": data["y"].astype(">i8")}
-    assert fingerprint(swapped, dict(reversed(list(domains.items()))), "record") == here
-
-
-def test_fingerprint_changes_with_every_input():
-    data, domains = _fp_inputs()
-    base = fingerprint(data, domains, "record")
-    y1 = data["y"].copy()
-    y1[3] = 1
-    X1 = data["X"].copy()
-    X1[4, 2] = np.nextafter(X1[4, 2], 10)  # one ulp
-    variants = [
-        fingerprint({**data, "y": y1}, domains, "record"),
-        fingerprint({**data, "X": X1}, domains, "record"),
-        fingerprint(data, {**domains, "X": {"type": "Box", "lo": [-1.0], "hi": [4.0]}}, "record"),
-        fingerprint(data, domains, "attribute"),
-        fingerprint({**data, "y": data["y"].astype(np.int32)}, domains, "record"),
-        fingerprint({**data, "X": data["X"].reshape(3, 5)}, domains, "record"),
-        fingerprint({"y": data["y"], "Z": data["X"]}, domains, "record"),
-    ]
-    assert base not in variants
-    assert len(set(variants)) == len(variants)
-
-
-def test_fingerprint_accepts_domain_objects_and_refuses_object_arrays():
-    from pymc_dp.domains import Binary, Interval
-
-    x = np.array([0.0, 1.0])
-    assert fingerprint({"x": x}, {"x": Interval(0, 1)}, "record") == fingerprint(
-        {"x": x}, {"x": Interval(0, 1).to_dict()}, "record"
-    )
-    assert fingerprint({"x": x}, {"x": Binary()}, "record") != fingerprint(
-        {"x": x}, {"x": Interval(0, 1)}, "record"
-    )
-    with pytest.raises(PrivacyError, match="object dtype"):
-        fingerprint({"x": np.array([1, "a"], dtype=object)}, {}, "record")
-
-
-# ---- 9. default path -------------------------------------------------------------------------
+# ---- 8. default path -------------------------------------------------------------------------
 
 
 def test_default_ledger_path_honours_env(monkeypatch, tmp_path):
