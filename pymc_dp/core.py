@@ -43,7 +43,7 @@ from pymc_dp.privacy_report import (
     report_release,
 )
 from pymc_dp.private_data import PrivateData
-from pymc_dp.release import check_ledger, draws_dataset
+from pymc_dp.release import check_budgeted_draws, check_ledger, draws_dataset
 from pymc_dp.release import release as release_draws
 from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
 from pymc_dp.seeds import check_mcmc_seed, exact_rng
@@ -58,7 +58,6 @@ METHODS = ("auto", "exact", "mcmc")
 _GENERAL_SAMPLE_KWARGS = {"progressbar", "cores", "compute_convergence_checks"}
 
 _FORBIDDEN_SAMPLE_KWARGS = {
-    "draws": "set `draws` in private(...): it is part of the privacy budget",
     "model": "the private model samples its own rewritten model",
     "return_inferencedata": "pymc_dp always returns an az.InferenceData",
     "discard_tuned_samples": "warm-up draws are never released",
@@ -236,6 +235,7 @@ class PrivateModel:
 
     def sample(
         self,
+        draws: int | None = None,
         *,
         method: str = "auto",
         chains: int | None = None,
@@ -252,6 +252,10 @@ class PrivateModel:
 
         Parameters
         ----------
+        draws : int, optional
+            ``None`` or the certificate's number of draws (set in ``private(..., draws=...)``: it
+            is part of the budget); the one ``sample(draws, *, random_seed, ...)`` signature of
+            every mechanism.
         method : {"auto", "exact", "mcmc"}
             ``"exact"``: iid draws from the truncated conjugate posterior (the guarantee is then
             exact); it raises :class:`NotConjugateError` when the model has no exact sampler.
@@ -283,6 +287,7 @@ class PrivateModel:
             Deterministics that read no private data), and the certificate and the release's
             public facts as JSON in ``attrs["pymc_dp"]``.
         """
+        check_budgeted_draws(draws, self.draws)
         for key, why in _FORBIDDEN_SAMPLE_KWARGS.items():
             if key in kwargs:
                 raise TypeError(f"sample() does not take {key!r}: {why}.")

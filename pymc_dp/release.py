@@ -31,7 +31,7 @@ from pymc_dp.exceptions import PrivacyError
 from pymc_dp.ledger import Ledger
 from pymc_dp.record import attach
 
-__all__ = ["check_ledger", "draws_dataset", "ledger_state", "publish", "release", "reservation"]
+__all__ = ["check_budgeted_draws", "check_ledger", "draws_dataset", "ledger_state", "publish", "release", "reservation"]
 
 
 def check_ledger(ledger):
@@ -43,6 +43,21 @@ def check_ledger(ledger):
     raise PrivacyError(
         f"ledger={ledger!r} is not a budget ledger; pass pymc_dp.Ledger(path, epsilon=..., delta=...), "
         "'default' (the default ledger in your data directory) or None (record nothing)."
+    )
+
+
+def check_budgeted_draws(draws, budgeted: int) -> int:
+    """The ``draws=`` of ``sample()`` for a mechanism whose number of draws is part of its budget
+    (posterior sampling, private MAP, noise on posterior updates): ``None`` or that number.
+
+    Every mechanism's ``sample`` takes ``draws`` first; where each draw costs budget, the number
+    is fixed when the mechanism is built (it is in the certificate), so another one is refused
+    with a :class:`TypeError` that says where to set it."""
+    if draws is None or (not isinstance(draws, bool) and draws == budgeted):
+        return int(budgeted)
+    raise TypeError(
+        f"sample(draws={draws!r}): 'draws' is part of the privacy budget and this release's certificate is for "
+        f"{budgeted} draws; set it when you build the release (private(..., draws=...), make_private(..., draws=...))."
     )
 
 

@@ -83,3 +83,27 @@ def test_publish_keeps_only_the_groups_given():
     stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((1, 2), bool))}, coords={"chain": [0], "draw": [0, 1]})
     idata = publish(source, {"posterior": _posterior(), "sample_stats": stats}, {"mechanism": "post-processing"})
     assert sorted(idata.groups()) == ["posterior", "sample_stats"] and source.last_release is idata
+
+
+def test_every_mechanism_samples_with_one_signature():
+    """``sample(draws=None, *, random_seed=None, ...)`` everywhere: where the draws are part of the
+    budget, None or the certified number is accepted and another number is refused before the
+    ledger is touched; where they are post-processing, any number."""
+    import inspect
+
+    from pymc_dp.core import PrivateModel
+    from pymc_dp.mechanisms import NoisyStatistics
+    from pymc_dp.mechanisms.base import Mechanism
+    from pymc_dp.mechanisms.counts import NoisyCounts
+    from pymc_dp.mechanisms.map import PrivateMAP
+    from pymc_dp.mechanisms.updates import FourierUpdates, LaplaceUpdates
+    from pymc_dp.release import check_budgeted_draws
+
+    for cls in (Mechanism, PrivateModel, PrivateMAP, LaplaceUpdates, FourierUpdates, NoisyStatistics, NoisyCounts):
+        params = list(inspect.signature(cls.sample).parameters.values())
+        assert params[1].name == "draws" and params[1].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD, cls
+        assert "random_seed" in {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}, cls
+    assert check_budgeted_draws(None, 4) == check_budgeted_draws(4, 4) == 4
+    for bad in (3, 5, True, 4.5):
+        with pytest.raises(TypeError, match="part of the privacy budget"):
+            check_budgeted_draws(bad, 4)

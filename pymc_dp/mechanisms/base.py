@@ -89,8 +89,15 @@ class Mechanism(abc.ABC):
     reads: tuple[str, ...]
 
     @abc.abstractmethod
-    def sample(self, random_seed: Any = None):
-        """Charge the ledger, then release an ``az.InferenceData``."""
+    def sample(self, draws: int | None = None, *, random_seed: Any = None, **kwargs: Any):
+        """Charge the ledger, then release an ``az.InferenceData``.
+
+        One signature for every mechanism, posterior sampling included: ``draws`` first, then
+        keywords. Where each draw costs budget (private MAP, noise on posterior updates,
+        :meth:`pymc_dp.PrivateModel.sample`) the number is fixed when the mechanism is built and
+        ``draws`` must be ``None`` or that number
+        (:func:`~pymc_dp.release.check_budgeted_draws`); where the draws are post-processing of a
+        release (noisy statistics, noisy counts) any number may be drawn, at no further cost."""
 
     def report(self, *, confidence: float = DEFAULT_CONFIDENCE, max_diagnostic_rows: int = DEFAULT_MAX_DIAGNOSTIC_ROWS):
         """The :class:`~pymc_dp.PrivacyReport` of the last release (what :func:`pymc_dp.report`

@@ -263,6 +263,7 @@ class PrivateMAP:
     # ------------------------------------------------------------------ release
     def sample(
         self,
+        draws: int | None = None,
         *,
         method: str = "auto",
         chains: int | None = None,
@@ -275,7 +276,8 @@ class PrivateMAP:
 
         Charged to the ledger (``certificate.epsilon``, ``certificate.delta``) before anything
         touches the private data; refused with :class:`~pymc_dp.BudgetExceededError` when that
-        would overspend. The keywords are those of :meth:`pymc_dp.PrivateModel.sample`:
+        would overspend. ``draws``: ``None`` or the certificate's number (part of the budget).
+        The keywords are those of :meth:`pymc_dp.PrivateModel.sample`:
         ``method`` ("auto": exact when the truncated model is conjugate, else MCMC; "exact";
         "mcmc"), ``chains``, ``tune``, ``thin``, ``random_seed``, and any :func:`pymc.sample`
         keyword (``nuts_sampler``, ``cores``, ``target_accept``, ``initvals``, ...).
@@ -287,7 +289,7 @@ class PrivateMAP:
             certificate and the ``release`` facts, including ``mechanism``, ``beta`` and
             ``sensitivity`` (``Delta_u``). :func:`pymc_dp.report` renders it.
         """
-        return self._engine.sample(method=method, chains=chains, tune=tune, thin=thin, random_seed=random_seed, **kwargs)
+        return self._engine.sample(draws, method=method, chains=chains, tune=tune, thin=thin, random_seed=random_seed, **kwargs)
 
     def report(self, *, confidence: float = DEFAULT_CONFIDENCE, max_diagnostic_rows: int = DEFAULT_MAX_DIAGNOSTIC_ROWS):
         """The :class:`~pymc_dp.PrivacyReport` of this mechanism: its last release's, else its

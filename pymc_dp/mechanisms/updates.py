@@ -42,7 +42,7 @@ from pymc_dp.mechanisms.noise import (
     opendp_version,
 )
 from pymc_dp.private_data import PrivateData
-from pymc_dp.release import check_ledger, draws_dataset
+from pymc_dp.release import check_budgeted_draws, check_ledger, draws_dataset
 from pymc_dp.release import release as release_draws
 from pymc_dp.seeds import exact_rng
 from pymc_dp.units import Users, as_unit, describe_unit
@@ -127,7 +127,7 @@ class PosteriorUpdates(Mechanism):
         raise NotImplementedError
 
     # ------------------------------------------------------------------ release
-    def sample(self, random_seed: Any = None, *, chains: int | None = None) -> az.InferenceData:
+    def sample(self, draws: int | None = None, *, random_seed: Any = None, chains: int | None = None) -> az.InferenceData:
         """Charge ``epsilon`` to the ledger, then release ``draws`` posterior draws.
 
         The budget is charged *before* the private data are read (an overspending release raises
@@ -136,6 +136,8 @@ class PosteriorUpdates(Mechanism):
 
         Parameters
         ----------
+        draws : int, optional
+            ``None`` or the number set when the mechanism was built (part of the budget).
         random_seed : int, optional
             Seeds the posterior draws given the released parameters only (the OpenDP noise cannot
             be seeded): the same seed never reproduces a release.
@@ -149,6 +151,7 @@ class PosteriorUpdates(Mechanism):
             epsilon, unit, domains, sensitivity and its derivation, noise scale, the released
             noisy parameters, versions).
         """
+        check_budgeted_draws(draws, self.draws)
         rng = exact_rng(random_seed)
         chains = check_chains(self.draws, chains)
         _ = self.ledger  # opened (or refused with LedgerError) before anything runs
