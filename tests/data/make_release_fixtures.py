@@ -23,13 +23,18 @@ HERE = Path(__file__).parent
 TAG = SCHEMA.replace("pymc_dp.release/", "v").replace(".", "_")
 
 
-def posterior_sampling() -> Path:
-    """A Beta-Bernoulli model released by posterior sampling (exact sampler, 4 draws)."""
+def coin() -> pm.Model:
+    """A Beta-Bernoulli model of 40 synthetic coin flips (public seed)."""
     x = np.random.default_rng(0).binomial(1, 0.3, 40)
     with pm.Model() as model:
         data = pm.Data("x", x)
         pm.Bernoulli("obs", p=pm.Beta("p", 2.0, 2.0), observed=data)
-    private = pymc_dp.make_private(model, epsilon=2.0, draws=4, data={"x": pymc_dp.Binary()}, ledger=None)
+    return model
+
+
+def posterior_sampling() -> Path:
+    """The coin released by posterior sampling (exact sampler, 4 draws)."""
+    private = pymc_dp.make_private(coin(), epsilon=2.0, draws=4, data={"x": pymc_dp.Binary()}, ledger=None)
     idata = private.sample(random_seed=1)
     path = HERE / f"release_{TAG}_posterior_sampling.nc"
     idata.to_netcdf(path)
@@ -37,12 +42,8 @@ def posterior_sampling() -> Path:
 
 
 def laplace_updates() -> Path:
-    """The same model released by Laplace noise on its posterior updates (4 draws)."""
-    x = np.random.default_rng(0).binomial(1, 0.3, 40)
-    with pm.Model() as model:
-        data = pm.Data("x", x)
-        pm.Bernoulli("obs", p=pm.Beta("p", 2.0, 2.0), observed=data)
-    mech = pymc_dp.laplace_updates(model, epsilon=2.0, draws=4, data={"x": pymc_dp.Binary()}, ledger=None)
+    """The coin released by Laplace noise on its posterior updates (4 draws)."""
+    mech = pymc_dp.laplace_updates(coin(), epsilon=2.0, draws=4, data={"x": pymc_dp.Binary()}, ledger=None)
     idata = mech.sample(random_seed=1)
     path = HERE / f"release_{TAG}_laplace_updates.nc"
     idata.to_netcdf(path)
