@@ -443,17 +443,45 @@ def _potential_panel(pmod, c, bins) -> _Panel:
     return _Panel(f"{name} <= {c.bound:.4g} (potential)", name, x, p, tx, t, [c.bound], mass, note, tuple(c.vars))
 
 
+def _element_panels(pmod, c, bins) -> list[_Panel]:
+    """One panel per element of an elementwise interval (per-element bounds, e.g. ordered
+    cutpoints in disjoint boxes): the element's prior draws and the kept range (public)."""
+    draws = np.asarray(pmod.certification.context.draws[c.var], float)
+    flat = draws.reshape(len(draws), -1)
+    panels = []
+    for i, (lo, hi) in enumerate(zip(c.lower, c.upper)):
+        lo, hi = float(lo), float(hi)
+        v = flat[:, i]
+        finite = v[np.isfinite(v)]
+        q_lo, q_hi = np.quantile(finite, [0.002, 0.998]) if finite.size else (lo, hi)
+        d_lo, d_hi = min(q_lo, lo), max(q_hi, hi)
+        pad = 0.05 * (d_hi - d_lo) or 1.0
+        inside = (v >= lo) & (v <= hi)
+        x, p, tx, t, n_in = _hist_panel(v, inside, d_lo - pad, d_hi + pad, bins, (lo, hi))
+        mass = n_in / len(v)
+        note = f"prior mass kept ~{mass:.3g} ({n_in} of {len(v)} prior draws)"
+        name = f"{c.var}[{i}]"
+        panels.append(_Panel(f"{name} in [{lo:.4g}, {hi:.4g}]", name, x, p, tx, t, [lo, hi], mass, note, (c.var,)))
+    return panels
+
+
 def _truncation_panels(pmod, var_names, bins) -> list[_Panel]:
-    from pymc_dp.truncate import IntervalConstraint, NormBallConstraint, PotentialConstraint
+    from pymc_dp.constraints import ElementIntervalConstraint, IntervalConstraint, NormBallConstraint, PotentialConstraint
 
     intervals: dict[str, list] = {}
-    others = []
+    elementwise, others = [], []
     for c in pmod.certification.constraints:
         if isinstance(c, IntervalConstraint):
             intervals.setdefault(c.var, []).append(c)
+        elif isinstance(c, ElementIntervalConstraint):
+            elementwise.append(c)
         elif isinstance(c, (NormBallConstraint, PotentialConstraint)):
             others.append(c)
+        else:  # a new kind of constraint must say how it is drawn, not vanish from the figure
+            raise NotImplementedError(f"plot_truncation cannot draw a {type(c).__name__} ({c.describe()}) yet.")
     panels = []
+    for c in elementwise:
+        panels.extend(_element_panels(pmod, c, bins))
     for name, cons in intervals.items():
         # several factors may constrain one RV: the truncation is the intersection
         lo = max([float(c.lower) for c in cons if c.lower is not None], default=None)

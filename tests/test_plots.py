@@ -247,6 +247,29 @@ def test_truncation_of_a_potential_plots_the_constrained_statistic():
     np.testing.assert_allclose(py[::2], counts / (len(stat) * np.diff(e)))
 
 
+def test_truncation_of_elementwise_intervals_draws_one_panel_per_element():
+    """Ordered cutpoints get disjoint per-element boxes (ElementIntervalConstraint): every
+    element has its panel, its bounds as lines and its kept prior mass in the title."""
+    import pymc as pm
+
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        yd = pm.Data("rating", rng.integers(0, 4, 30))
+        cut = pm.Normal("cutpoints", mu=np.linspace(0, 4, 3), sigma=1.0, transform=pm.distributions.transforms.ordered)
+        pm.OrderedLogistic("y", cutpoints=cut, eta=0.0, observed=yd)
+    pmod = pymc_dp.make_private(model, epsilon=20.0, draws=4, data={"rating": pymc_dp.Integers(0, 3)}, ledger=None)
+    (c,) = [c for c in pmod.certification.constraints if c.var == "cutpoints"]
+    assert type(c).__name__ == "ElementIntervalConstraint"
+    _, axs = plt.subplots(1, 3)
+    out = plots.plot_truncation(pmod, ax=axs)
+    flat = pmod.certification.context.draws["cutpoints"].reshape(-1, 3)
+    for i, ax in enumerate(out):
+        assert ax.get_title().startswith(f"cutpoints[{i}] in ")
+        assert sorted(vlines_at(ax, "bound") + vlines_at(ax, "_bound")) == pytest.approx([c.lower[i], c.upper[i]])
+        kept = np.mean((flat[:, i] >= c.lower[i]) & (flat[:, i] <= c.upper[i]))
+        assert f"~{kept:.3g}" in ax.get_title()
+
+
 def test_truncation_needs_the_private_model(nb):
     pmod, idata = nb
     for obj in (idata, pmod.certificate):
