@@ -60,7 +60,7 @@ from pymc_dp.certification import check_budget as _check_budget
 from pymc_dp.certification import check_containers
 from pymc_dp.chunks import check_values, summed
 from pymc_dp.domains import Domain, Integers, Interval
-from pymc_dp.exceptions import DomainError, UnsupportedFactorError
+from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
 from pymc_dp.mechanisms.noise import (
@@ -439,10 +439,10 @@ class NoisyStatistics(Mechanism):
         weights = dict(weights or {})
         unknown = sorted(set(weights) - set(names))
         if unknown:
-            raise ValueError(f"weights= names {unknown}, which are not released statistics; they are {names}.")
+            raise PrivacyError(f"weights= names {unknown}, which are not released statistics; they are {names}.")
         for k, w in weights.items():
             if isinstance(w, bool) or not isinstance(w, numbers.Real) or not (math.isfinite(w) and w > 0):
-                raise ValueError(f"weights[{k!r}]={w!r} must be a finite number > 0.")
+                raise PrivacyError(f"weights[{k!r}]={w!r} must be a finite number > 0 (a statistic's share of the budget).")
         return {k: float(weights.get(k, 1.0)) for k in names}
 
     def _read(self, model: pm.Model, domains: Mapping[str, Domain]) -> list[StatisticsFactor]:
