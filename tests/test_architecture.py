@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("certification, data, release, report", ("preprocess", "private_data", "release", "privacy_report",
                                                "certification")),
     ("posterior sampling", ("core", "mechanisms.base", "mechanisms.bayesnet")),
-    ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.regression",
+    ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.regression", "mechanisms.refined",
                     "mechanisms.map")),
     ("choosing, auditing, looking", ("mechanisms", "mechanisms.paths", "sweep", "plots", "query", "audits",
                                      "audits.*")),

@@ -56,7 +56,7 @@ from pymc_dp.mechanisms.statistics import (
     square_span,
 )
 
-__all__ = ["NoisyRegression"]
+__all__ = ["NoisyRegression", "read_regression", "regression_design", "regression_statistics"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,7 +239,7 @@ def _centred(f: _Feature) -> _Feature:
     return dataclasses.replace(f, lo=f.lo - c, hi=f.hi - c, center=c)
 
 
-def _design(features: Sequence[_Feature], arrays: Mapping[str, np.ndarray]) -> np.ndarray:
+def regression_design(features: Sequence[_Feature], arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     cols = []
     for f in features:
         a = np.asarray(arrays[f.container], float)
@@ -249,7 +249,7 @@ def _design(features: Sequence[_Feature], arrays: Mapping[str, np.ndarray]) -> n
 
 def regression_statistics(reg: _Regression, arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     """The released statistics' true values on rows ``arrays`` (release order)."""
-    x = _design(reg.features, arrays)
+    x = regression_design(reg.features, arrays)
     y = np.asarray(arrays[reg.y], float) - reg.y_center
     F = x.shape[1]
     out = []
@@ -344,6 +344,9 @@ class NoisyRegression(NoisyStatistics):
             total += regression_statistics(reg, {c: a[start : start + CHUNK_ROWS] for c, a in arrays.items()})
         return dict(zip(names, total.tolist()))
 
+    def _observe_more(self, prefix: str, S, Szy, Syy) -> None:
+        """Observations a subclass adds on the same latent ``ZᵀZ, Zᵀy, yᵀy`` (none here)."""
+
     def noise_aware_model(self) -> pm.Model:
         released = self.release_statistics()
         from pymc.model.fgraph import clone_model
@@ -405,6 +408,7 @@ class NoisyRegression(NoisyStatistics):
             # (PyTensor's cache), and they stay visible as what the posterior conditions on
             noisy = pm.Data(f"{prefix}released", np.array([released[k] for k in names]))
             observe_noisy(f"{prefix}noisy", pt.stack(latent), np.array([self.noise_scales[k] for k in names]), noisy, self.noise)
+            self._observe_more(prefix, S, Szy, Syy)
         self.laws = {reg.factor: (
             "latent design statistics Z'Z = n [[1, m'], [m, L L' + m m']] (m ~ Uniform on the coordinate ranges, "
             "L ~ LKJ(1) correlations with half-normal scales of half the ranges); given Z'Z, exactly: Z'y = Z'Z w + "
