@@ -31,11 +31,13 @@ from pymc_dp.mechanisms import (
     NoisyStatistics,
     PrivateMAP,
     Recommendation,
+    StochasticPosterior,
     fourier_updates,
     laplace_updates,
     noisy_statistics,
     private_map,
     recommend,
+    stochastic_posterior,
 )
 from pymc_dp.preprocess import Standardization, standardize
 from pymc_dp.privacy_report import PrivacyReport, report
@@ -54,6 +56,8 @@ __all__ = [
     "Mechanism",
     "private_map",
     "PrivateMAP",
+    "stochastic_posterior",
+    "StochasticPosterior",
     "noisy_statistics",
     "NoisyCounts",
     "NoisyStatistics",
