@@ -55,6 +55,8 @@ def _mechanism_sections(c: dict) -> list[dict]:
     if g:  # posterior draws under a guarantee other than pure DP per draw (stochastic-Lipschitz mode)
         head = (f"({_f(b['epsilon'], 6)}, {_f(b['delta'], 3)})-differential privacy for {b['draws']} posterior draws "
                 f"({c['mechanism']}): (epsilon, delta) from the {g.get('mode', 'stated')} mode; delta = {_f(b['delta'], 3)}.")
+        if "statement" in g:  # metric DP: the guarantee in its metric form
+            head = f"{g['statement']}; for {b['draws']} posterior draws ({c['mechanism']}), epsilon per unit of rho."
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[f"Mechanism: {c['algorithm']}."]))
     kv = [("epsilon", _f(b["epsilon"], 6)), ("delta", _f(b["delta"], 3) if b["delta"] else "0"), ("privacy unit", u["text"])]
     kv += [(f"domain of {k}", v) for k, v in c["domains"].items()]

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                                "certification")),
     ("posterior sampling", ("core", "mechanisms.base", "mechanisms.bayesnet")),
     ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.regression",
-                    "mechanisms.map", "mechanisms.stochastic")),
+                    "mechanisms.map", "mechanisms.stochastic", "mechanisms.metric")),
     ("choosing, auditing, looking", ("mechanisms", "mechanisms.paths", "sweep", "plots", "query", "audits",
                                      "audits.*")),
     ("the public face", ("", "auditing", "demo")),
