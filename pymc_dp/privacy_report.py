@@ -758,6 +758,7 @@ def _mechanism_content(p: dict, posterior, max_rows: int) -> dict:
         "nonnegativity": p.get("nonnegativity"),
         "released": {k: v for k, v in p.get("released", {}).items() if k in ("non_negative", "negative_cells_clipped", "statistics")},
         "law": p.get("law") or {},
+        "guarantee": p.get("guarantee") or {},
         "seed": p.get("seed"),
         "ledger": _ledger(release),
         "diagnostics": _diagnostics(posterior, {"method": "exact"}, max_rows),

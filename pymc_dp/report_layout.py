@@ -51,12 +51,20 @@ def _mechanism_sections(c: dict) -> list[dict]:
     head = (f"({_f(b['epsilon'], 6)}, {_f(b['delta'], 3) if b['delta'] else 0})-differential privacy for one release of {what} "
             f"({c['mechanism']}); the {b['draws']} posterior draws are post-processing.")
     alerts = [("warning", w["text"]) for w in c["warnings"]] + _preprocessing_alert(c.get("preprocessing"), b["epsilon"])
+    g = c.get("guarantee") or {}
+    if g:  # posterior draws under a guarantee other than pure DP per draw (stochastic-Lipschitz mode)
+        head = (f"({_f(b['epsilon'], 6)}, {_f(b['delta'], 3)})-differential privacy for {b['draws']} posterior draws "
+                f"({c['mechanism']}): (epsilon, delta) from the {g.get('mode', 'stated')} mode; delta = {_f(b['delta'], 3)}.")
+        if "statement" in g:  # metric DP: the guarantee in its metric form
+            head = f"{g['statement']}; for {b['draws']} posterior draws ({c['mechanism']}), epsilon per unit of rho."
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[f"Mechanism: {c['algorithm']}."]))
     kv = [("epsilon", _f(b["epsilon"], 6)), ("delta", _f(b["delta"], 3) if b["delta"] else "0"), ("privacy unit", u["text"])]
     kv += [(f"domain of {k}", v) for k, v in c["domains"].items()]
     if c["public"]:
         kv.append(("public containers", ", ".join(c["public"])))
     out.append(_section("Budget and unit", kv=kv))
+    if g:
+        out.append(_section("Guarantee and derivation", kv=[(k, v if isinstance(v, str) else "[" + ", ".join(_f(t, 6) for t in v) + "]" if isinstance(v, list) else _f(v, 6)) for k, v in g.items()]))
     sens, noise = c["sensitivity"], c["noise"]
     kv = [("L1 sensitivity", _f(sens.get("l1"), 6))]
     if sens.get("l2") is not None:
@@ -70,7 +78,8 @@ def _mechanism_sections(c: dict) -> list[dict]:
         kv += [(f"noise scale of {k}", _f(v, 6)) for k, v in scale.items()]
     else:
         kv.append(("noise scale b = sensitivity / epsilon", _f(scale, 6)))
-    out.append(_section("Sensitivity and noise", kv=kv))
+    if not g:
+        out.append(_section("Sensitivity and noise", kv=kv))
     stats = c["released"].get("statistics")
     if stats is not None:
         kv = [(f"released {k}", _f(v, 6)) for k, v in stats.items()]

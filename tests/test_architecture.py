@@ -26,7 +26,7 @@ PACKAGE = ROOT / "pymc_dp"
 #: relative to ``pymc_dp`` (``""`` is the package itself); ``x.*`` is every module of subpackage x.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("exceptions", "version", "seeds")),
-    ("values and records", ("domains", "units", "accounting", "certificate", "record", "chunks", "fingerprint")),
+    ("values and records", ("domains", "units", "accounting", "stochastic", "metric", "certificate", "record", "chunks", "fingerprint")),
     ("ledger, noise, sampler plumbing", ("ledger", "sampling", "mechanisms.noise", "mechanisms.sensitivity",
                                          "report_layout")),
     ("per-distribution rules", ("predictor", "intervals", "rules", "rules.*")),
@@ -36,8 +36,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("certification, data, release, report", ("preprocess", "private_data", "release", "privacy_report",
                                                "certification")),
     ("posterior sampling", ("core", "mechanisms.base", "mechanisms.bayesnet")),
-    ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.regression", "mechanisms.refined",
-                    "mechanisms.map")),
+    ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.regression",
+                    "mechanisms.refined", "mechanisms.map", "mechanisms.stochastic", "mechanisms.metric")),
     ("choosing, auditing, looking", ("mechanisms", "mechanisms.paths", "sweep", "plots", "query", "audits",
                                      "audits.*")),
     ("the public face", ("", "auditing", "demo")),

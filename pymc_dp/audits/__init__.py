@@ -150,6 +150,15 @@ def audit(
         # the exponential mechanism is a tempered truncated posterior: every posterior-sampling
         # audit applies, with the private log-likelihood scaled by beta
         private_model = TemperedView(private_model)
+    if callable(getattr(private_model, "audit_metric", None)) and method in ("auto", "exact"):
+        from pymc_dp.audits.hockey import audit_metric  # metric DP: the log-ratio per unit of distance
+
+        return audit_metric(private_model, pairs=pairs, tolerance=tolerance, levels=levels)
+    if callable(getattr(private_model, "audit_profile", None)) and method in ("auto", "exact"):
+        # an (epsilon, delta) claim of one untruncated conjugate draw: exact hockey-stick divergences
+        from pymc_dp.audits.hockey import audit_hockey
+
+        return audit_hockey(private_model, pairs=pairs, include_data=include_data, tolerance=tolerance, levels=levels)
     if isinstance(private_model, Mechanism):
         return _audit_mechanism(
             private_model, method=method, pairs=pairs, include_data=include_data, confidence=confidence,

@@ -6,6 +6,10 @@
   (AAAI 2016, Alg. 2): consistent marginals;
 * :func:`private_map` -- the exponential mechanism with the truncated prior as base measure
   (AAAI 2016, Alg. 3): a tempered truncated posterior draw;
+* :func:`stochastic_posterior` -- untruncated posterior draws, (epsilon, delta)-DP by the corrected
+  stochastic-Lipschitz theorem (docs/theory/stochastic_lipschitz.md);
+* :func:`metric_posterior` -- metric DP (ALT Def. 2) for continuous records: ``P(B|x) <=
+  exp(eps sum|x_i - x'_i|) P(B|x')`` (docs/theory/metric_dp.md);
 * :func:`noisy_statistics` -- Laplace-noised sufficient statistics released once, and the
   posterior given them with the noise in the model (Bernstein & Sheldon 2018); for a discrete
   network with Beta / Dirichlet priors (naive Bayes) the noisy counts and the exact posterior
@@ -18,8 +22,10 @@ ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 from pymc_dp.mechanisms.base import Mechanism
 from pymc_dp.mechanisms.counts import NoisyCounts
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
+from pymc_dp.mechanisms.metric import MetricPosterior, metric_posterior
 from pymc_dp.mechanisms.paths import Recommendation, noisy_statistics, recommend
 from pymc_dp.mechanisms.statistics import NoisyStatistics
+from pymc_dp.mechanisms.stochastic import StochasticPosterior, stochastic_posterior
 from pymc_dp.mechanisms.updates import (
     FourierUpdates,
     LaplaceUpdates,
@@ -36,6 +42,10 @@ __all__ = [
     "Recommendation",
     "recommend",
     "PrivateMAP",
+    "MetricPosterior",
+    "metric_posterior",
+    "StochasticPosterior",
+    "stochastic_posterior",
     "fourier_updates",
     "laplace_updates",
     "noisy_statistics",

@@ -1,0 +1,209 @@
+"""The stochastic-Lipschitz (epsilon, delta) guarantee of an *untruncated* posterior draw.
+
+docs/theory/stochastic_lipschitz.md has the derivation; each function below carries the part of
+the proof it implements (OpenDP style: a small function with its proof beside it).
+
+What the seeds say, and why it is not used as stated. ALT 2014 Thm 2(ii) and JMLR 2017
+Thm 8(2) give, under the stochastic Lipschitz assumption ``xi(Theta_L) >= 1 - exp(-c (L - L0))``,
+a ``(0, sqrt(C (1 + 2 L0 + 1/c) / 2))``-DP bound under the pseudo-metric ``sqrt(rho)``, where
+``C`` is the ratio of the maximum to the marginal likelihood (JMLR eq. 9): not a prior mass,
+and ``C`` is unbounded over datasets for most families. JMLR Cor. 9 states that the posterior
+is ``(2L, 0, exp(-c (L - L0)))``-*randomly* DP, where the randomness is the **prior** measure:
+that is not ``(epsilon, delta)``-DP. Taking ``delta = xi(Theta \\ Theta_L)`` (the prior mass of
+the non-Lipschitz set) is false in general: a dataset can move the posterior onto that set
+(:func:`finite_family_profile` and tests/test_stochastic.py give a two-point family where the
+true delta is ~0.9 while the prior mass is 0.01).
+
+What holds instead (:func:`stochastic_guarantee`): with ``G`` a set on which the prior restricted
+to ``G`` gives an ``eps0``-DP posterior (the truncation region Theta_L of the truncated mode) and
+
+.. math:: \\eta^* = \\sup_{x} \\xi(\\Theta \\setminus G \\mid x)
+
+the largest *posterior* mass of the complement over every dataset of the public size, one
+untruncated posterior draw is ``(eps0 + ln 1/(1 - eta*), eta*)``-DP.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special as sc
+
+from pymc_dp import accounting
+
+__all__ = [
+    "stochastic_guarantee",
+    "outside_mass",
+    "compose_approximate",
+    "hockey_stick",
+    "finite_family_profile",
+]
+
+
+def stochastic_guarantee(epsilon_truncated: float, eta: float) -> tuple[float, float]:
+    """``(eps0 + ln(1/(1 - eta)), eta)``: the guarantee of one untruncated posterior draw.
+
+    Claim. Let ``G`` be a set of parameters such that the posterior of the prior restricted to
+    ``G``, ``xi_G(. | x)``, is ``eps0``-DP: ``xi_G(A|x) <= e^{eps0} xi_G(A|y)`` for all
+    neighbours ``x, y`` and events ``A``. Let ``eta(x) = xi(G^c | x)`` be the untruncated
+    posterior mass of the complement and ``eta* >= sup_x eta(x) < 1``. Then for all
+    neighbours and events ``xi(A|x) <= e^{eps0} / (1 - eta*) xi(A|y) + eta*``.
+
+    Proof. ``xi(. | x)`` restricted to ``G`` and renormalised is ``xi_G(. | x)`` (Bayes' rule
+    commutes with restriction), so
+
+    * ``xi(A|x) = xi(A & G|x) + xi(A & G^c|x) <= (1 - eta(x)) xi_G(A|x) + eta(x)``;
+    * ``xi_G(A|x) <= e^{eps0} xi_G(A|y)`` (the truncated guarantee);
+    * ``xi(A|y) >= xi(A & G|y) = (1 - eta(y)) xi_G(A|y)``, so ``xi_G(A|y) <= xi(A|y) / (1 - eta(y))``.
+
+    Chaining, ``xi(A|x) <= e^{eps0} (1 - eta(x)) / (1 - eta(y)) xi(A|y) + eta(x)``
+    ``<= e^{eps0} / (1 - eta*) xi(A|y) + eta*``. QED. Nothing about ``G`` but the truncated
+    guarantee is used, so any certified truncation region of the truncated mode serves as ``G``.
+    The supremum is over every dataset of the public size in the declared domains (not the
+    prior mass of ``G^c``, which does not bound ``eta(x)``).
+    """
+    eps0, eta = float(epsilon_truncated), float(eta)
+    if not (math.isfinite(eps0) and eps0 >= 0):
+        raise ValueError(f"epsilon_truncated={epsilon_truncated!r} must be finite and >= 0")
+    if not 0.0 <= eta <= 1.0:
+        raise ValueError(f"eta={eta!r} must be a probability")
+    if eta >= 1.0:
+        return math.inf, 1.0
+    # -log1p(-eta) >= ln(1/(1-eta)) in exact arithmetic; round up by a relative 1e-12
+    return (eps0 - math.log1p(-eta)) * (1 + 1e-12), eta
+
+
+def outside_mass(family: str, params: dict, lower: float, upper: float) -> np.ndarray:
+    """Posterior mass outside ``[lower, upper]`` of conjugate posteriors (one per entry).
+
+    ``family`` and ``params`` as :meth:`pymc_dp.exact.ConjugatePlan.posteriors` gives them:
+    Beta (``alpha``, ``beta``): ``I_l(a, b) + (1 - I_u(a, b))``; Normal (``mu``, ``sigma``):
+    ``Phi((l - m)/s) + Phi((m - u)/s)``; Gamma (``alpha`` shape, ``rate``):
+    ``P(a, r l) + Q(a, r u)``; each the exact regularised special function, summed in float64
+    (relative error about 1e-15; the caller rounds up).
+    """
+    lo, hi = float(lower), float(upper)
+    if family == "Beta":
+        a, b = np.asarray(params["alpha"], float), np.asarray(params["beta"], float)
+        return sc.betainc(a, b, max(lo, 0.0)) + sc.betaincc(a, b, min(hi, 1.0))
+    if family == "Normal":
+        m, s = np.asarray(params["mu"], float), np.asarray(params["sigma"], float)
+        return sc.ndtr((lo - m) / s) + sc.ndtr((m - hi) / s)
+    if family == "Gamma":
+        a, r = np.asarray(params["alpha"], float), np.asarray(params["rate"], float)
+        below = sc.gammainc(a, r * max(lo, 0.0))
+        above = np.zeros_like(below) if math.isinf(hi) else sc.gammaincc(a, r * hi)
+        return below + above
+    raise NotImplementedError(f"outside_mass: no closed form for a {family} posterior")
+
+
+def compose_approximate(epsilon_per_draw: float, delta_per_draw: float, draws: int, epsilon: float) -> float:
+    """The delta of N draws, each ``(eps_d, delta_d)``-DP, at total ``epsilon``.
+
+    ``1 - (1 - delta_d)^N (1 - delta_pure(epsilon))``, where ``delta_pure`` is the optimal
+    composition of N pure ``eps_d``-DP mechanisms (:func:`pymc_dp.accounting.optimal_delta`).
+    This is the optimal composition theorem for (eps, delta)-DP mechanisms (Kairouz, Oh &
+    Viswanath 2015, Thm 3.3; Murtagh & Vadhan 2016, Thm 1.5): an ``(eps_d, delta_d)``-DP
+    mechanism is dominated by one that, with probability ``delta_d``, reveals the dataset and
+    otherwise runs randomized response with parameter ``eps_d``.
+    """
+    eps_d, delta_d, n = float(epsilon_per_draw), float(delta_per_draw), int(draws)
+    if not math.isfinite(eps_d) or delta_d >= 1.0:
+        return 1.0
+    pure = accounting.optimal_delta(eps_d, n, float(epsilon))
+    return float(min(1.0, -math.expm1(n * math.log1p(-delta_d)) + math.exp(n * math.log1p(-delta_d)) * pure))
+
+
+def hockey_stick(family: str, px: dict, py: dict, epsilon: float) -> float:
+    """Exact ``H_{e^eps}(P || Q) = sup_A P(A) - e^eps Q(A)`` of two scalar conjugate posteriors.
+
+    The supremum is attained at ``A = {g > eps}``, ``g = ln p - ln q`` (Neyman-Pearson). For the
+    pairs one record change produces here ``g`` is monotone, so ``A`` is a half-line whose end
+    is in closed form:
+
+    * Beta with ``alpha_x + beta_x = alpha_y + beta_y`` (Bernoulli, Binomial):
+      ``g = d logit(t) + B(a_y, b_y) - B(a_x, b_x)`` in log space, ``d = a_x - a_y``;
+    * Normal with equal ``sigma`` (known observation noise): ``g`` is linear, and
+      ``H = Phi(D/2s - eps s/D) - e^eps Phi(-D/2s - eps s/D)``, ``D = |m_x - m_y|``;
+    * Gamma with equal ``rate`` (Poisson): ``g = d ln t + lnGamma(a_y) - lnGamma(a_x)``.
+
+    Any other pair raises NotImplementedError (the half-line argument does not hold).
+    """
+    eps = float(epsilon)
+    if family == "Normal":
+        mx, sx, my, sy = (float(np.ravel(v)[0]) for v in (px["mu"], px["sigma"], py["mu"], py["sigma"]))
+        if not math.isclose(sx, sy, rel_tol=1e-12):
+            raise NotImplementedError("hockey_stick: Normal posteriors of unequal sigma")
+        D, s = abs(mx - my), sx
+        if D == 0:
+            return 0.0
+        return max(0.0, float(sc.ndtr(D / (2 * s) - eps * s / D) - math.exp(eps) * sc.ndtr(-D / (2 * s) - eps * s / D)))
+    if family == "Beta":
+        ax, bx, ay, by = (float(np.ravel(v)[0]) for v in (px["alpha"], px["beta"], py["alpha"], py["beta"]))
+        d = ax - ay
+        if not math.isclose(ax + bx, ay + by, rel_tol=1e-12, abs_tol=1e-12):
+            raise NotImplementedError("hockey_stick: Beta posteriors of unequal alpha + beta")
+        if d == 0:
+            return 0.0
+        c = sc.betaln(ay, by) - sc.betaln(ax, bx)
+        t = sc.expit((eps - c) / d)  # g > eps  <=>  d logit t > eps - c
+        if d > 0:
+            p, q = sc.betaincc(ax, bx, t), sc.betaincc(ay, by, t)
+        else:
+            p, q = sc.betainc(ax, bx, t), sc.betainc(ay, by, t)
+        return max(0.0, float(p - math.exp(eps) * q))
+    if family == "Gamma":
+        ax, rx, ay, ry = (float(np.ravel(v)[0]) for v in (px["alpha"], px["rate"], py["alpha"], py["rate"]))
+        if not math.isclose(rx, ry, rel_tol=1e-12):
+            raise NotImplementedError("hockey_stick: Gamma posteriors of unequal rate")
+        d = ax - ay
+        if d == 0:
+            return 0.0
+        c = sc.gammaln(ay) - sc.gammaln(ax) + d * math.log(rx)
+        t = math.exp((eps - c) / d)
+        if d > 0:
+            p, q = sc.gammaincc(ax, rx * t), sc.gammaincc(ay, rx * t)
+        else:
+            p, q = sc.gammainc(ax, rx * t), sc.gammainc(ay, rx * t)
+        return max(0.0, float(p - math.exp(eps) * q))
+    raise NotImplementedError(f"hockey_stick: no closed form for {family} posteriors")
+
+
+def finite_family_profile(log_lik: np.ndarray, log_prior: np.ndarray, good: np.ndarray, counts) -> dict:
+    """Exact check of :func:`stochastic_guarantee` on a finite parameter set (JMLR Example 1).
+
+    ``log_lik[j, v]`` is ``ln p_{theta_j}(v)`` for a record value ``v``; ``log_prior[j]`` the
+    prior; ``good`` a boolean mask (the set ``G``); ``counts`` every dataset as a vector of how
+    many records take each value (all of one size). Returns the truncated ``eps0`` (exact: the
+    largest log-ratio of the posteriors restricted to ``G`` over every neighbouring pair),
+    ``eta_star`` (the largest posterior mass of ``G^c``), ``prior_mass`` (of ``G^c``), and a
+    function ``delta(eps)``: the exact largest hockey-stick divergence over neighbouring pairs
+    (one record changed from value ``u`` to ``v``) of the untruncated posteriors.
+    """
+    log_lik, log_prior, good = np.asarray(log_lik, float), np.asarray(log_prior, float), np.asarray(good, bool)
+    counts = [np.asarray(c, int) for c in counts]
+    index = {tuple(c): i for i, c in enumerate(counts)}
+    post = np.array([log_prior + log_lik @ c for c in counts])
+    post = post - sc.logsumexp(post, axis=1, keepdims=True)
+    pg = np.where(good, post, -np.inf)
+    pg = pg - sc.logsumexp(pg, axis=1, keepdims=True)
+    pairs = []
+    for i, c in enumerate(counts):
+        for u in np.flatnonzero(c):
+            for v in range(len(c)):
+                if v != u:
+                    e = c.copy()
+                    e[u] -= 1
+                    e[v] += 1
+                    if tuple(e) in index:
+                        pairs.append((i, index[tuple(e)]))
+    eps0 = max(float(np.max(np.abs(pg[i, good] - pg[j, good]))) for i, j in pairs)
+    eta = np.exp(sc.logsumexp(np.where(good, -np.inf, post), axis=1))
+
+    def delta(eps: float) -> float:
+        px, py = np.exp(post[[i for i, _ in pairs]]), np.exp(post[[j for _, j in pairs]])
+        return float(np.max(np.sum(np.maximum(px - math.exp(eps) * py, 0.0), axis=1)))
+
+    prior = np.exp(log_prior - sc.logsumexp(log_prior))
+    return {"eps0": eps0, "eta_star": float(np.max(eta)), "prior_mass": float(prior[~good].sum()), "delta": delta}
