@@ -39,6 +39,9 @@ def main(argv=None):
     ap.add_argument("--epsilon", type=float, default=10.0)
     ap.add_argument("--weight-yy", type=float, default=3.0,
                     help="the share of the budget of the outcome's sum of squares in the second setting (1: one setting)")
+    ap.add_argument("--refine", type=float, default=0.6,
+                    help="a setting released in two stages, this share of epsilon on the residuals (0: none)")
+    ap.add_argument("--only", default=None, help="run only the setting with this label; keep the others from the json")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = ap.parse_args(argv)
     data = glm_linear.make_data(args.n)
@@ -46,16 +49,22 @@ def main(argv=None):
         ref = pm.sample(random_seed=0, **SAMPLE).posterior
     mean = {k: float(ref[k].mean()) for k in NAMES}
     sd = {k: float(ref[k].std()) for k in NAMES}
-    settings = {"equal shares": None}
+    settings = {"equal shares": {}}
     if args.weight_yy != 1.0:  # a share of the budget for the outcome's sum of squares (sigma's statistic)
-        settings[f"sum(y^2) share {args.weight_yy:g}"] = {YY: args.weight_yy}
+        settings[f"sum(y^2) share {args.weight_yy:g}"] = {"weights": {YY: args.weight_yy}}
+    if args.refine:  # two stages: the second on the residuals about the first stage's fit
+        settings[f"two stages, refine={args.refine:g}"] = {"refine": args.refine}
     results = {}
-    for label, weights in settings.items():
+    out = Path(args.out)
+    if args.only is not None:
+        results = json.loads((out / "gallery_noisy.json").read_text())["settings"]
+        settings = {args.only: settings[args.only]}
+    for label, options in settings.items():
         rows = []
         for r in range(args.releases):
             t0 = time.perf_counter()
             mech = pymc_dp.noisy_statistics(glm_linear.build(data), epsilon=args.epsilon, data=glm_linear.DOMAINS,
-                                            weights=weights, ledger=None)
+                                            ledger=None, **options)
             post = mech.sample(random_seed=r, **SAMPLE).posterior
             rows.append({"sds_apart": {k: abs(float(post[k].mean()) - mean[k]) / sd[k] for k in NAMES},
                          "signed": {k: (float(post[k].mean()) - mean[k]) / sd[k] for k in NAMES},
@@ -63,8 +72,7 @@ def main(argv=None):
                          "divergences": int(mech.last_release.sample_stats.diverging.sum()),
                          "seconds": time.perf_counter() - t0})
             print(label, r, {k: round(v, 2) for k, v in rows[-1]["signed"].items()}, flush=True)
-        results[label] = {"weights": weights, "noise_scales": dict(mech.noise_scales), "K": mech.joint["K"], "releases": rows}
-    out = Path(args.out)
+        results[label] = {"options": options, "noise_scales": dict(mech.noise_scales), "K": mech.joint["K"], "releases": rows}
     out.mkdir(parents=True, exist_ok=True)
     meta = {"n": args.n, "epsilon": args.epsilon, "releases": args.releases, "sample": SAMPLE,
             "reference_mean": mean, "reference_sd": sd, "pymc_dp": pymc_dp.__version__}
@@ -74,7 +82,8 @@ def main(argv=None):
              f"{args.releases} independent releases on the same data per setting. Distance of the noise-aware "
              "posterior mean from the non-private posterior mean, in non-private posterior sds: median and largest "
              "over the releases; and the noise-aware sd over the non-private sd (median). Settings: the budget's "
-             "shares among the released statistics (`weights=`; public, chosen before the run).", "",
+             "shares among the released statistics (`weights=`; public, chosen before the run), and the release in two "
+             "stages (`refine=`: the second on the residuals about the first stage's fit).", "",
              "| setting | parameter | sds apart, median | sds apart, largest | releases within 2 sds | sd / non-private sd |",
              "|---|---|---|---|---|---|"]
     for label, res in results.items():

@@ -135,11 +135,15 @@ class Recommendation:
         for Laplace, ``s_j^2`` for Gaussian noise), the factor by which the noise inflates the
         statistic's sampling variance (``Var(t_j)`` under
         the prior predictive, which is public). Empty when that path does not apply.
+    options : dict
+        Keyword arguments for the recommended constructor, e.g. ``{"refine": 0.6}`` where a
+        regression is expected to gain from a second stage on its residuals. Empty by default.
     """
 
     path: str
     reason: str
     variance_inflation: dict
+    options: dict = dataclasses.field(default_factory=dict)
 
     def __str__(self):
         return f"{self.path}: {self.reason}"
@@ -250,4 +254,32 @@ def _recommend_regression(mech, epsilon: float) -> Recommendation:
         f"variance by at least {max(inflation.values()):.3g}x at epsilon = {float(epsilon):g} (a lower bound: "
         "the covariates are private, so their spread is bounded by the domains, not simulated)"
     )
+    band = _noise_band(mech, REFINE)
+    half = (mech.regression.y_range[1] - mech.regression.y_range[0]) / 2.0
+    if band is not None and band < half / 2.0:
+        reason += (
+            f"; release it in two stages (refine={REFINE:g}): at epsilon_1 = {(1 - REFINE) * float(epsilon):g} the first "
+            f"stage's noise alone sets a residual band of about +-{band:.3g}, under half the outcome's half-range "
+            f"{half:g}, so the second stage pays for the residuals' spread instead of the declared range"
+        )
+        return Recommendation("noisy_statistics", reason, inflation, {"refine": REFINE})
     return Recommendation("noisy_statistics", reason, inflation)
+
+
+#: the second stage's share that :func:`recommend` proposes for a regression
+REFINE = 0.6
+
+
+def _noise_band(mech, refine: float) -> float | None:
+    """The band half-width a two-stage release's first stage would set from its noise alone
+    (a residual sum of squares of 0, the ``y'y`` term of the noise's delta-method sd): public.
+    None where the two-stage release is not implemented (Gaussian noise, ``unit="attribute"``)."""
+    from pymc_dp.mechanisms.refined import BAND_SDS, UPPER_SDS
+    from pymc_dp.units import describe_unit
+
+    if mech.noise != "laplace" or describe_unit(mech.unit)["kind"] == "attribute":
+        return None
+    reg = mech.regression
+    b_yy = mech.noise_scales[reg.stats[-1][0]] / (1.0 - refine)  # the scale of y'y at epsilon_1
+    dof = max(mech.rows[reg.y] - len(reg.features) - int(reg.intercept), 1)
+    return BAND_SDS * math.sqrt(UPPER_SDS * math.sqrt(2.0) * b_yy / dof)

@@ -151,3 +151,18 @@ def test_statistical_audit_catches_halved_stage_two_noise():
     res = pymc_dp.audit(bad, runs=100_000, confidence=0.999, random_seed=0, max_pairs=500)
     assert res.verdict == "fail", str(res)
     assert res.measured > 1.2
+
+
+def test_recommend_proposes_two_stages_where_the_first_can_set_a_narrow_band():
+    """From public facts only: the band the first stage's noise alone would set, against the
+    outcome's half-range (gallery linear regression, n = 300, outcome on [-2, 6])."""
+    from examples.gallery import glm_linear
+
+    model = glm_linear.build(glm_linear.make_data(300))
+    rec = pymc_dp.recommend(model, epsilon=10.0, data=glm_linear.DOMAINS)
+    assert rec.path == "noisy_statistics" and rec.options == {"refine": 0.6}
+    assert "two stages" in rec.reason
+    rec = pymc_dp.recommend(model, epsilon=1.0, data=glm_linear.DOMAINS)
+    assert rec.options == {}
+    rec = pymc_dp.recommend(model, epsilon=10.0, delta=1e-6, data=glm_linear.DOMAINS)  # Gaussian: one stage
+    assert rec.options == {}
