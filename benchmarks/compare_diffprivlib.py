@@ -44,6 +44,7 @@ Run from the repository root (``pip install -e ".[bench]"`` first)::
     python benchmarks/compare_diffprivlib.py     # writes results/compare_diffprivlib.{json,md}
     python benchmarks/compare_diffprivlib.py --add-noisy   # only the noisy-statistics column, into the saved results
     python benchmarks/compare_diffprivlib.py --add-standardized   # only the standardised logistic column
+    python benchmarks/compare_diffprivlib.py --add-refined   # only the two-stage noisy-statistics column (refine=0.6)
 
 About 15 minutes on 2 cores, and 15 more for the noisy-statistics column. Nothing is charged
 (``ledger=None``).
@@ -237,12 +238,13 @@ def run(kind):
     return out
 
 
-def noisy_column(model, domains, eps, X_test, y_test, ref_mean, ref_sd) -> dict:
-    """The noisy-statistics path at total ``eps``: ``REPEATS`` independent releases."""
+def noisy_column(model, domains, eps, X_test, y_test, ref_mean, ref_sd, **options) -> dict:
+    """The noisy-statistics path at total ``eps``: ``REPEATS`` independent releases
+    (``options``: e.g. ``refine=0.6``, the release in two stages)."""
     scores, sds, secs = [], [], []
     for r in range(REPEATS):
         t0 = time.perf_counter()
-        mech = pymc_dp.noisy_statistics(model, epsilon=eps, data=domains, ledger=None)
+        mech = pymc_dp.noisy_statistics(model, epsilon=eps, data=domains, ledger=None, **options)
         post = mech.sample(500, chains=2, random_seed=200 + r, **RELEASE).posterior
         coef = _coefficients(post).mean(axis=0)
         scores.append(_score("linear", coef, X_test, y_test))
@@ -289,8 +291,10 @@ def add_standardized(results) -> None:
             print("logistic", row["epsilon"], row["pymc_dp_standardized"].get("score"), flush=True)
 
 
-def add_noisy(results) -> None:
-    """Add the noisy-statistics column to saved results (the other columns are kept)."""
+def add_noisy(results, key="pymc_dp_noisy_statistics", **options) -> None:
+    """Add the noisy-statistics column (``key``; ``options`` for ``noisy_statistics``) to saved
+    results (the other columns are kept); where ``options`` are given, also what
+    ``pymc_dp.recommend`` proposes at each epsilon."""
     for res in results:
         if res["kind"] != "linear":
             continue
@@ -300,8 +304,10 @@ def add_noisy(results) -> None:
         ref_mean = np.asarray(res["non_private"]["pymc_posterior_mean"]["coef"])
         ref_sd = np.asarray(res["non_private"]["pymc_posterior_mean"]["sd"])
         for row in res["rows"]:
-            row["pymc_dp_noisy_statistics"] = noisy_column(model, domains, row["epsilon"], X[test], y[test], ref_mean, ref_sd)
-            print("linear", row["epsilon"], row["pymc_dp_noisy_statistics"]["score"], flush=True)
+            row[key] = noisy_column(model, domains, row["epsilon"], X[test], y[test], ref_mean, ref_sd, **options)
+            if options:
+                row[key]["recommended"] = pymc_dp.recommend(model, epsilon=row["epsilon"], data=domains).options == options
+            print("linear", row["epsilon"], row[key]["score"], flush=True)
 
 
 def _cell(entry, what):
@@ -321,6 +327,7 @@ def markdown(results) -> str:
         metric = "test accuracy" if res["kind"] == "logistic" else "test RMSE"
         npv = res["non_private"]
         noisy = any("pymc_dp_noisy_statistics" in row for row in res["rows"])
+        refined = any("pymc_dp_two_stages" in row for row in res["rows"])
         standardized = any("pymc_dp_standardized" in row for row in res["rows"])
         lines += [f"## {res['kind']} regression ({', '.join(res['features'])}; n = {res['n_train']} train, "
                   f"{res['n_test']} test)", "",
@@ -330,15 +337,19 @@ def markdown(results) -> str:
                   f"({npv['no_data']['sds']:.1f} sds).", "",
                   f"| total ε | pymc_dp, 1 draw: {metric} | sds | pymc_dp, 10 draws: {metric} | sds | "
                   + (f"pymc_dp, noisy statistics: {metric} | sds | " if noisy else "")
+                  + (f"pymc_dp, noisy statistics in two stages (refine=0.6; * recommended): {metric} | sds | " if refined else "")
                   + (f"pymc_dp, standardised + 1 draw: {metric} | sds | " if standardized else "")
                   + f"diffprivlib: {metric} | sds |",
-                  "|---|---|---|---|---|---|---|" + ("---|---|" if noisy else "") + ("---|---|" if standardized else "")]
+                  "|---|---|---|---|---|---|---|" + ("---|---|" if noisy else "") + ("---|---|" if refined else "")
+                  + ("---|---|" if standardized else "")]
         keys = (("pymc_dp_1_draw", "pymc_dp_10_draws") + (("pymc_dp_noisy_statistics",) if noisy else ())
+                + (("pymc_dp_two_stages",) if refined else ())
                 + (("pymc_dp_standardized",) if standardized else ()) + ("diffprivlib",))
         for row in res["rows"]:
             cells = []
             for key in keys:
-                cells += [_cell(row[key], "score"), _cell(row[key], "sds") if "refused" not in row[key] else ""]
+                star = "*" if row[key].get("recommended") else ""
+                cells += [_cell(row[key], "score") + star, _cell(row[key], "sds") if "refused" not in row[key] else ""]
             lines.append(f"| {row['epsilon']:g} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -348,13 +359,15 @@ def main():
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
-    if "--add-noisy" in sys.argv[1:] or "--add-standardized" in sys.argv[1:]:
+    if {"--add-noisy", "--add-standardized", "--add-refined"} & set(sys.argv[1:]):
         with open(OUT + ".json") as fh:
             saved = json.load(fh)
         if "--add-noisy" in sys.argv[1:]:
             add_noisy(saved["results"])
         if "--add-standardized" in sys.argv[1:]:
             add_standardized(saved["results"])
+        if "--add-refined" in sys.argv[1:]:
+            add_noisy(saved["results"], "pymc_dp_two_stages", refine=0.6)
         with open(OUT + ".json", "w") as fh:
             json.dump({**saved, "seconds_noisy_column": time.perf_counter() - t0}, fh, indent=1)
         with open(OUT + ".md", "w") as fh:
