@@ -11,6 +11,7 @@ from pymc_dp import plots  # noqa: E402  (pymc_dp.plots.plot_*; matplotlib is im
 from pymc_dp.audits import AuditError, AuditResult, audit
 from pymc_dp.certificate import Certificate, FactorCertificate
 from pymc_dp.certification import Certification, certify
+from pymc_dp.contamination import ContaminationSpec, contaminate, contamination_of
 from pymc_dp.core import PrivateModel, make_private, private
 from pymc_dp.domains import Ball, Binary, Box, Domain, Integers, Interval
 from pymc_dp.exceptions import (
@@ -49,6 +50,9 @@ from pymc_dp.version import __version__  # noqa: F401
 
 __all__ = [
     "private",
+    "contaminate",
+    "contamination_of",
+    "ContaminationSpec",
     "standardize",
     "Standardization",
     "laplace_updates",

@@ -23,6 +23,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp import accounting, lift
 from pymc_dp.certificate import Certificate, FactorCertificate
+from pymc_dp.contamination import check_unbounded_domains
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import (
     BudgetExceededError,
@@ -265,6 +266,7 @@ class _Certifier:
 
         ctx = RegionContext(model, self.domains, prior_draws(model, PRIOR_DRAWS, PRIOR_SEED))
         self._ctx = ctx
+        check_unbounded_domains(self.factors, self.domains, ctx)
         if split == "fit" and bounds is None:
             from pymc_dp.reference import admissible_prior
 

@@ -32,6 +32,17 @@ def _finite_float(name: str, value: Any, what: str) -> float:
     return out
 
 
+def _extended_float(name: str, value: Any, what: str) -> float:
+    """A number or an infinity (an unbounded end: see :attr:`Interval.unbounded`), never NaN."""
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise DomainError(f"{what}: {name}={value!r} is not a number.") from None
+    if math.isnan(out):
+        raise DomainError(f"{what}: {name}={value!r} is NaN.")
+    return out
+
+
 def _with_preprocessing(domain, d: dict[str, Any]) -> dict[str, Any]:
     """``d`` and, for a standardised domain, the public record of the estimates behind it."""
     if getattr(domain, "preprocessing", None) is not None:
@@ -91,12 +102,18 @@ class Interval(Domain):
     preprocessing: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        lo = _finite_float("lo", self.lo, "Interval")
-        hi = _finite_float("hi", self.hi, "Interval")
+        lo = _extended_float("lo", self.lo, "Interval")
+        hi = _extended_float("hi", self.hi, "Interval")
         if not lo < hi:
             raise DomainError(f"Interval needs lo < hi, got lo={lo}, hi={hi}.")
         object.__setattr__(self, "lo", lo)
         object.__setattr__(self, "hi", hi)
+
+    @property
+    def unbounded(self) -> bool:
+        """Whether an end is infinite: accepted only for a container read by contaminated factors
+        alone (:func:`pymc_dp.contaminate`; ``docs/theory/contamination.md``)."""
+        return not (math.isfinite(self.lo) and math.isfinite(self.hi))
 
     @property
     def center(self) -> float:
@@ -110,7 +127,9 @@ class Interval(Domain):
         return (values >= self.lo) & (values <= self.hi)
 
     def to_dict(self):
-        return _with_preprocessing(self, {"type": "Interval", "lo": self.lo, "hi": self.hi})
+        # an infinite end as the string "inf" / "-inf": the dict is JSON (fingerprints, the ledger)
+        ends = {k: (v if math.isfinite(v) else str(v)) for k, v in (("lo", self.lo), ("hi", self.hi))}
+        return _with_preprocessing(self, {"type": "Interval", **ends})
 
     def __str__(self):
         return f"Interval({self.lo:g}, {self.hi:g})"

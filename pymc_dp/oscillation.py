@@ -37,6 +37,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from scipy import special
 
 from pymc_dp.constraints import FactorRegion, IntervalConstraint
+from pymc_dp.contamination import ContaminatedOscillationModel
 from pymc_dp.factors import Factor, PointForm, strip_casts
 from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
 from pymc_dp.masses import box_log_masses
@@ -64,12 +65,15 @@ class OscillationModel:
         self.plain = plain_free_rv(expr, ctx) == name and expr.dtype == "float64" and rv.dtype == "float64"
 
     @classmethod
-    def build(cls, factor: Factor, ctx) -> "OscillationModel | None":
-        """None unless the factor reads private data only as its observed value, every parameter is
+    def build(cls, factor: Factor, ctx) -> "OscillationModel | ContaminatedOscillationModel | None":
+        """A contaminated Normal location factor's model (:mod:`pymc_dp.contamination`); else None unless the factor reads private data only as its observed value, every parameter is
         public but one, and that one reads exactly one free RV of scalar support, and the family
         has a closed-form natural parameter for it."""
         if factor.info is None or factor.observed_container is None:
             return None
+        contaminated = ContaminatedOscillationModel.build(factor, ctx)
+        if contaminated is not None:  # (1 - p) Normal(v, sigma) + p g: docs/theory/contamination.md
+            return contaminated
         if set(factor.reads) != {factor.observed_container}:
             return None
         if not all(isinstance(form, PointForm) for form in factor.forms):

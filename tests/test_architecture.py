@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("per-distribution rules", ("predictor", "intervals", "rules", "rules.*")),
     ("the factor graph", ("graph_checks", "factors", "constraints", "lift")),
     ("regions and truncation", ("region_context", "masses", "potential", "scalar", "location", "reference",
-                                "oscillation", "boxes", "truncate", "split", "rewrite", "exact", "exact.*")),
+                                "oscillation", "boxes", "truncate", "split", "rewrite", "contamination", "exact", "exact.*")),
     ("certification, data, release, report", ("preprocess", "private_data", "release", "privacy_report",
                                                "certification")),
     ("posterior sampling", ("core", "mechanisms.base", "mechanisms.bayesnet")),
