@@ -206,10 +206,14 @@ def certify(
     )
 
 
-def check_containers(model, data, public):
+def check_containers(model, data, public, *, unbounded: bool = False):
     """Validate ``data`` (container -> Domain) and ``public`` against ``model``'s containers and
     their values: every container is private unless public, every private one has a domain, and
-    its values lie in it. Returns ``(domains, public)``."""
+    its values lie in it. Returns ``(domains, public)``.
+
+    An unbounded ``Interval`` is refused unless ``unbounded`` (posterior sampling, which then
+    accepts it only for contaminated factors): a release whose sensitivity comes from the
+    domain has none to come from."""
     if not isinstance(data, Mapping):
         raise DomainError("data must map each private pm.Data container's name to its domain.")
     names = {v.name for v in model.data_vars}
@@ -228,6 +232,12 @@ def check_containers(model, data, public):
             raise DomainError(f"{name!r} is declared both public and private; choose one.")
         if not isinstance(dom, Domain):
             raise DomainError(f"the domain of {name!r} must be a pymc_dp domain (Interval, Binary, Integers, Ball, Box), got {dom!r}.")
+        if getattr(dom, "unbounded", False) and not unbounded:
+            raise DomainError(
+                f"the domain {dom} of {name!r} is unbounded: this release's sensitivity comes from the domain, so it "
+                "needs finite bounds. Declare the public range the data can take; only posterior sampling of a "
+                "contaminated model (pymc_dp.contaminate, then pymc_dp.make_private) accepts an unbounded domain."
+            )
         domains[name] = dom
     for v in model.data_vars:
         if v.name not in domains and v.name not in public:
@@ -249,7 +259,7 @@ class _Certifier:
     def __init__(self, model, *, epsilon, draws, data, delta, unit, bounds, public, split):
         self.draws = int(draws)
         self.unit = as_unit(unit)
-        self.domains, self.public = check_containers(model, data, public)
+        self.domains, self.public = check_containers(model, data, public, unbounded=True)
         self._private_vars = {v: v.name for v in model.data_vars if v.name in self.domains}
         check_graph(model, self._private_vars)
 

@@ -233,6 +233,8 @@ def standardize(
             raise DomainError(f"standardize: the domain of {name!r} must be a pymc_dp domain, got {dom!r}.")
         if getattr(dom, "preprocessing", None) is not None:
             raise DomainError(f"standardize: {name!r} is already standardised; pass the original values and domains.")
+        if getattr(dom, "unbounded", False):
+            raise DomainError(f"standardize: the domain {dom} of {name!r} is unbounded; the sensitivity needs finite bounds.")
         # as pm.Data will hold it (integers become int32 there): the fingerprints must match the model's
         arr = _as_pm_data(values[name])
         dom.validate(name, arr)

@@ -146,3 +146,20 @@ def test_contaminated_release_goes_through_the_driver_and_the_ledger(tmp_path):
     idata = pmod.sample(tune=100, chains=1, random_seed=1)
     assert idata.posterior["mu"].size == 1 and abs(float(idata.posterior["mu"].values.ravel()[0])) <= 0.25
     assert pmod.spent().epsilon == pytest.approx(2.0)
+
+
+def test_releases_whose_sensitivity_comes_from_the_domain_refuse_an_unbounded_one():
+    """Only posterior sampling of a contaminated model accepts Interval(-inf, inf); the
+    statistics paths and the preprocessing refuse it before anything is charged."""
+    y = np.random.default_rng(0).normal(size=20)
+    with pm.Model() as model:
+        pm.Normal("obs", pm.Normal("mu", 0, 1), 1.0, observed=pm.Data("y", y))
+    unbounded = {"y": pdp.Interval(-np.inf, np.inf)}
+    with pytest.raises(DomainError, match="'y' is unbounded"):
+        pdp.noisy_statistics(model, epsilon=1.0, data=unbounded, ledger=None)
+    with pytest.raises(DomainError, match="'y' is unbounded"):
+        pdp.noisy_statistics(model, epsilon=1.0, data={"y": pdp.Interval(0, np.inf)}, ledger=None)
+    with pytest.raises(DomainError, match="'y' is unbounded"):
+        pdp.standardize({"y": y}, data=unbounded, epsilon=1.0, ledger=None)
+    with pytest.raises(DomainError, match="contaminat"):
+        pdp.make_private(model, epsilon=1.0, draws=1, data=unbounded, ledger=None)
