@@ -163,3 +163,17 @@ def test_releases_whose_sensitivity_comes_from_the_domain_refuse_an_unbounded_on
         pdp.standardize({"y": y}, data=unbounded, epsilon=1.0, ledger=None)
     with pytest.raises(DomainError, match="contaminat"):
         pdp.make_private(model, epsilon=1.0, draws=1, data=unbounded, ledger=None)
+
+
+def test_a_prior_of_unbounded_support_certifies_on_an_unbounded_domain():
+    """The budget split searches intervals of mu on the whole line; the search's grid follows
+    each interval's ends, so a wide candidate is seen as expensive and never proposed (it used
+    to propose [-2.5, 7e11], whose certified oscillation is 4e20, and time out)."""
+    y = np.random.default_rng(0).normal(size=50)
+    with pm.Model() as model:
+        pm.Normal("obs", pm.Normal("mu", 0, 10), 1.0, observed=pm.Data("y", y))
+    cm = contaminate(model, p=0.1, g={"obs": pm.StudentT.dist(nu=3, mu=0, sigma=1)})
+    private = pdp.make_private(cm, epsilon=2.0, draws=1, data={"y": pdp.Interval(-np.inf, np.inf)}, ledger=None)
+    (con,) = private.certification.constraints
+    assert 0.3 < con.upper - con.lower < 1.0
+    assert private.certificate.epsilon_per_draw <= 2.0 + 1e-12

@@ -275,15 +275,20 @@ class ContaminatedNormal:
         X = self.tail_start(m)
         if not math.isfinite(X):
             return out
-        x = np.linspace(max(self.lo, -X), min(self.hi, X), 1201)
-        step = x[1] - x[0]
+        # a global grid, and local grids about each interval's ends (where h peaks: within a few
+        # sigma of the locations), so that a wide interval's grid is not too coarse to see its peak
+        glob = np.linspace(max(self.lo, -X), min(self.hi, X), 1201)
         aa, bb = a[ok][:, None], b[ok][:, None]
+        local = np.linspace(-15.0, 15.0, 301)[None, :] * self.sigma
+        x = np.clip(np.concatenate([np.broadcast_to(glob, (aa.shape[0], glob.size)), aa + local, bb + local], axis=1),
+                    max(self.lo, -X), min(self.hi, X))
+        step = min(glob[1] - glob[0], local[0, 1] - local[0, 0])
         total = np.zeros(aa.shape[0])
         for mu, nu in ((bb, aa), (aa, bb)):
-            h = self.loglik(mu, x[None, :]) - self.loglik(nu, x[None, :])
+            h = self.loglik(mu, x) - self.loglik(nu, x)
             k = np.argmax(h, axis=1)
-            fine = x[k][:, None] + step * np.linspace(-1.0, 1.0, 41)[None, :]
-            fine = np.clip(fine, x[0], x[-1])
+            fine = x[np.arange(x.shape[0]), k][:, None] + step * np.linspace(-1.0, 1.0, 41)[None, :]
+            fine = np.clip(fine, glob[0], glob[-1])
             hf = self.loglik(mu, fine) - self.loglik(nu, fine)
             total += np.maximum(hf.max(axis=1), h.max(axis=1))
         out[ok] = np.where(b[ok] > a[ok], total, 0.0)
