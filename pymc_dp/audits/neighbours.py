@@ -21,6 +21,10 @@ def _scalar_values(domain, levels: int) -> np.ndarray:
             return np.arange(domain.lo, domain.hi + 1)
         return np.unique(np.round(np.linspace(domain.lo, domain.hi, levels)).astype(np.int64))
     if isinstance(domain, Interval):
+        if getattr(domain, "unbounded", False):  # a contaminated factor's domain: near and far records
+            reach = np.array([0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0, 100.0, 1000.0])
+            vals = np.concatenate([-reach, reach, [domain.lo, domain.hi]])
+            return np.unique(vals[np.isfinite(vals) & (vals >= domain.lo) & (vals <= domain.hi)])
         return np.linspace(domain.lo, domain.hi, levels)
     raise AuditError(f"no candidate values for the domain {domain}")  # pragma: no cover
 
@@ -72,6 +76,8 @@ def _random_rows(domain, shape, rng) -> np.ndarray:
         return lo + (hi - lo) * rng.random(shape)
     if isinstance(domain, Integers):
         return rng.integers(domain.lo, domain.hi + 1, size=shape)
+    if getattr(domain, "unbounded", False):  # heavy-tailed rows (standard Cauchy), inside a finite end
+        return np.clip(rng.standard_cauchy(shape), domain.lo, domain.hi)
     return domain.lo + (domain.hi - domain.lo) * rng.random(shape)
 
 
