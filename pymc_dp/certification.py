@@ -23,7 +23,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp import accounting, lift
 from pymc_dp.certificate import Certificate, FactorCertificate
-from pymc_dp.contamination import check_unbounded_domains
+from pymc_dp.contamination import check_unbounded_domains, contamination_of
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import (
     BudgetExceededError,
@@ -206,6 +206,17 @@ def certify(
     )
 
 
+def _family_of(factor, contamination) -> str:
+    """A factor's family as the certificate states it: a contaminated factor says by what."""
+    if contamination is None:
+        return factor.family
+    g = dict(contamination.g).get(factor.name)
+    if g is None:
+        return factor.family
+    return (f"{factor.family} (Huber contamination of the model's likelihood f: (1 - p) f + p g, p = {contamination.p:g}, "
+            f"g = {g.describe()})")
+
+
 def check_containers(model, data, public, *, unbounded: bool = False):
     """Validate ``data`` (container -> Domain) and ``public`` against ``model``'s containers and
     their values: every container is private unless public, every private one has a domain, and
@@ -315,6 +326,7 @@ class _Certifier:
         self.model, self._initvals = rewrite_model(model, constraints, ctx, factor_exprs)
         self._released_names = self._releasable(model)
 
+        contamination = contamination_of(model)
         self.certificate = Certificate(
             epsilon=float(guarantee.epsilon),
             delta=float(delta),
@@ -327,7 +339,7 @@ class _Certifier:
             factors=tuple(
                 FactorCertificate(
                     name=f.name,
-                    family=f.family,
+                    family=_family_of(f, contamination),
                     reads=tuple(f.reads),
                     lipschitz=float(lipschitz[f.name]),
                     truncation=tuple(c.describe() for c in regions[f.name].constraints),

@@ -191,3 +191,13 @@ def test_audit_of_a_contaminated_release_on_an_unbounded_domain():
     res = pdp.audit(private, random_seed=0)
     assert res.verdict == "pass", str(res)
     assert 0.5 * 2.0 < res.measured <= 2.0
+
+
+def test_the_certificate_and_the_report_state_the_contamination():
+    with pm.Model() as model:
+        pm.Normal("obs", pm.Uniform("mu", -0.25, 0.25), 1.0, observed=pm.Data("y", np.zeros(5)))
+    cm = contaminate(model, p=0.1, g={"obs": pm.StudentT.dist(nu=3, mu=0, sigma=1)})
+    private = pdp.make_private(cm, epsilon=2.0, draws=1, data={"y": pdp.Interval(-np.inf, np.inf)}, ledger=None)
+    (fc,) = private.certificate.factors
+    assert "Huber contamination" in fc.family and "p = 0.1" in fc.family and "StudentT(nu=3" in fc.family
+    assert "Huber contamination" in str(private.certificate)
