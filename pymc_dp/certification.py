@@ -31,6 +31,7 @@ from pymc_dp.exceptions import (
     NotConjugateError,
     PrivacyError,
     UnsupportedFactorError,
+    refuse_estimate,
 )
 from pymc_dp.factors import Factor, find_factors
 from pymc_dp.graph_checks import check_graph, observed_private
@@ -136,6 +137,7 @@ def check_budget(epsilon, delta, draws, unit, bounds) -> None:
     0 <= delta < 1, draws a positive integer, a known unit."""
     import numbers
 
+    refuse_estimate("epsilon", epsilon)
     if bounds is None or epsilon is not None:  # with bounds, epsilon is a cap on what they cost
         if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) or not math.isfinite(epsilon) or epsilon <= 0:
             raise BudgetExceededError(f"epsilon={epsilon!r} must be a finite number > 0.")

@@ -17,6 +17,10 @@ bound alone. It is finite on an unbounded data domain (``Interval(-inf, inf)``),
 :func:`check_unbounded_domains` accepts only where every factor reading the container is such a
 mixture.
 
+:func:`estimate_epsilon` (re-exported from :mod:`pymc_dp.contamination_estimate`) is the paper's
+Algorithm 1 on simulated data: an estimate labelled "estimated, model-conditional, not DP", which
+every budget entry point refuses.
+
 What is not done (issue 14, item 1): run-time contamination of the data by the library and its
 amplification (:func:`apply`), a free or truncated Normal scale, location families other than
 the Normal.
@@ -44,6 +48,7 @@ from pytensor.tensor.random.basic import NormalRV
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
+from pymc_dp.contamination_estimate import estimate_epsilon  # noqa: F401  (the spec's pymc_dp.contamination.estimate_epsilon)
 from pymc_dp.domains import Interval
 from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.factors import Factor, NestedForm, PointForm, strip_casts
@@ -210,20 +215,6 @@ def apply(data: np.ndarray, p: float, g: Any, rng: Any) -> np.ndarray:
     raise NotImplementedError(
         "run-time contamination (and its amplification) is not implemented: the amplification's proof and its "
         "exact check on a small discrete case are not written yet (issue 14, item 1).")
-
-
-def estimate_epsilon(model: pm.Model, **kwargs: Any):
-    """The paper's Algorithm 1 (an estimate of a random-DP quantile on simulated data): not implemented.
-
-    Raises
-    ------
-    NotImplementedError
-        Always: the labelled estimate ("estimated, model-conditional, not DP"), its refusal as a
-        budget and the slow Table 1 reproduction are not written yet (issue 14, item 1).
-    """
-    raise NotImplementedError(
-        "estimate_epsilon (the paper's Algorithm 1 on simulated data, labelled 'estimated, model-conditional, "
-        "not DP') is not implemented yet (issue 14, item 1); use the certified oscillation (make_private).")
 
 
 # --------------------------------------------------------------------------- certification

@@ -15,6 +15,8 @@ __all__ = [
     "LedgerError",
     "NotConjugateError",
     "StuckChainError",
+    "EstimateNotBudgetError",
+    "refuse_estimate",
 ]
 
 
@@ -32,6 +34,21 @@ class UnsupportedFactorError(PrivacyError):
 
 class BudgetExceededError(PrivacyError):
     """The requested privacy budget cannot be met, or would overspend a ledger."""
+
+
+class EstimateNotBudgetError(BudgetExceededError):
+    """An *estimate* of epsilon (``pymc_dp.contamination.estimate_epsilon``: random DP under the
+    model, not a DP guarantee) was passed where a privacy budget is expected."""
+
+
+def refuse_estimate(name: str, value) -> None:
+    """Raise :class:`EstimateNotBudgetError` if ``value`` is flagged ``not_a_dp_guarantee`` (an
+    ``EpsilonEstimate`` or its ``epsilon``); a plain number passes."""
+    if getattr(value, "not_a_dp_guarantee", False) is True:
+        raise EstimateNotBudgetError(
+            f"{name}={value!r} is an estimate (estimated, model-conditional, not DP: Algorithm 1 on data simulated "
+            "from the model), not a differential-privacy guarantee; it cannot be spent or used as a budget. Give a "
+            "budget as a plain number.")
 
 
 class LedgerError(PrivacyError):

@@ -58,7 +58,7 @@ from typing import Any
 
 import platformdirs
 
-from pymc_dp.exceptions import BudgetExceededError, LedgerError, PrivacyError
+from pymc_dp.exceptions import BudgetExceededError, LedgerError, PrivacyError, refuse_estimate
 from pymc_dp.fingerprint import canonical_json, fingerprint
 
 __all__ = [
@@ -205,6 +205,7 @@ class Reservation:
 
 
 def _number(name: str, value: Any) -> float:
+    refuse_estimate(name, value)
     if isinstance(value, (bool, str, bytes)):
         raise PrivacyError(f"{name} must be a number, got {value!r}.")
     try:
