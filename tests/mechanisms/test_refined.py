@@ -98,6 +98,12 @@ def test_release_charges_once_and_states_both_stages(tmp_path):
     assert "epsilon_2 = 1.2" in str(pymc_dp.report(idata))
 
 
+def test_it_warns_that_it_is_experimental():
+    model, domains = one_covariate()
+    with pytest.warns(UserWarning, match="experimental.*undercover"):
+        pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, refine=0.5, ledger=None)
+
+
 def test_refusals():
     model, domains = one_covariate()
     for bad in (0.0, 1.0, 1.5, True):
@@ -162,6 +168,6 @@ def test_recommend_mentions_two_stages_where_the_first_can_set_a_narrow_band():
     model = glm_linear.build(glm_linear.make_data(300))
     rec = pymc_dp.recommend(model, epsilon=10.0, data=glm_linear.DOMAINS)
     assert rec.path == "noisy_statistics" and rec.options == {}
-    assert "two-stage release (refine=0.6)" in rec.reason and "not yet shown calibrated" in rec.reason
+    assert "two-stage release (refine=0.6)" in rec.reason and "undercover" in rec.reason
     assert "two-stage" not in pymc_dp.recommend(model, epsilon=1.0, data=glm_linear.DOMAINS).reason
     assert "two-stage" not in pymc_dp.recommend(model, epsilon=10.0, delta=1e-6, data=glm_linear.DOMAINS).reason
