@@ -86,7 +86,7 @@ def noisy_statistics(
         spread instead of the outcome's declared range: where the covariates explain much of the
         outcome and ``n epsilon`` is large enough for the first stage to find the fit, the scale
         and the coefficients come out much closer (``docs/mechanisms.md``). **Experimental**: its
-        credible intervals undercover (0.78 where 0.90 is due, 20 datasets at epsilon = 5,
+        credible intervals undercover (0.82 where 0.90 is due, 30 datasets at epsilon = 5,
         ``benchmarks/results/calibration.md``), and the cause is not found; use its posterior
         mean, not its intervals, until that is resolved. It warns when built.
 
@@ -267,7 +267,7 @@ def _recommend_regression(mech, epsilon: float) -> Recommendation:
             f". A two-stage release (refine={REFINE:g}) is expected to come closer to the non-private posterior: at "
             f"epsilon_1 = {(1 - REFINE) * float(epsilon):g} the first stage's noise alone sets a residual band of about "
             f"+-{band:.3g}, under half the outcome's half-range {half:g}; but its credible intervals undercover "
-            "(0.78 of 0.90 in a first calibration run at epsilon = 5), so it is not the default"
+            "(0.82 of 0.90 in a first calibration run at epsilon = 5), so it is not the default"
         )
     return Recommendation("noisy_statistics", reason, inflation)
 
