@@ -39,10 +39,9 @@ from pymc_dp.exact import conjugate_plan
 from pymc_dp.exceptions import BudgetExceededError, NotConjugateError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model
+from pymc_dp.mechanisms.plan_release import release_plan_draws
 from pymc_dp.private_data import PrivateData
-from pymc_dp.release import check_budgeted_draws, check_ledger, draws_dataset
-from pymc_dp.release import release as release_draws
-from pymc_dp.seeds import exact_rng
+from pymc_dp.release import check_ledger
 from pymc_dp.units import describe_unit
 from pymc_dp.version import software_versions
 
@@ -211,25 +210,8 @@ class StochasticPosterior(Mechanism):
 
     def sample(self, draws: int | None = None, *, random_seed: Any = None, chains: int | None = None):
         """Charge ``(epsilon, delta)``, then release the draws of the untruncated posterior."""
-        from pymc_dp.mechanisms.updates import check_chains
-
-        check_budgeted_draws(draws, self.draws)
-        rng = exact_rng(random_seed)
-        chains = check_chains(self.draws, chains)
-        _ = self.ledger
-        note = {"mechanism": self.name, "draws": self.draws, "unit": describe_unit(self.unit),
-                "epsilon_per_draw": self.epsilon_per_draw, "delta_per_draw": self.delta_per_draw,
-                "pymc_dp": software_versions()["pymc_dp"]}
-
-        def draw():
-            values = self.plan.sample(self.draws, rng)
-            return {"posterior": draws_dataset(self.model, {self.var: np.asarray(values[self.var])}, chains)}
-
-        def record(ledger_now):
-            return {**self._public(), "release": {"chains": chains, "draws_per_chain": self.draws // chains,
-                                                  "method": "exact", "ledger": ledger_now}}
-
-        return release_draws(self, draw, epsilon=self.epsilon, delta=self.delta, note=note, record=record)
+        return release_plan_draws(self, draws, random_seed, chains, delta=self.delta, public=self._public,
+                                  note={"epsilon_per_draw": self.epsilon_per_draw, "delta_per_draw": self.delta_per_draw})
 
     # ------------------------------------------------------------------ audits
     def audit_runs(self, data, runs, rng):
