@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from pymc_dp.ledger import Ledger
 from pymc_dp.privacy_report import DEFAULT_CONFIDENCE, DEFAULT_MAX_DIAGNOSTIC_ROWS, report_release
 
 __all__ = ["Mechanism", "build_model", "charge"]
@@ -87,6 +88,14 @@ class Mechanism(abc.ABC):
     domains: Mapping[str, Any]
     model: Any
     reads: tuple[str, ...]
+
+    @property
+    def ledger(self):
+        """The budget ledger releases are charged to (None: not recorded). The ``"default"``
+        argument (``self._ledger_arg``) opens :class:`~pymc_dp.Ledger` at first use and keeps it."""
+        if isinstance(self._ledger_arg, str):
+            self._ledger_arg = Ledger()
+        return self._ledger_arg
 
     @abc.abstractmethod
     def sample(self, draws: int | None = None, *, random_seed: Any = None, **kwargs: Any):

@@ -95,12 +95,6 @@ class MetricPosterior(Mechanism):
         self.private_data = PrivateData.from_model(self.model, self.domains, self.unit)
         self.dataset_id = self.private_data.fingerprint
 
-    @property
-    def ledger(self):
-        if isinstance(self._ledger_arg, str):
-            self._ledger_arg = Ledger()
-        return self._ledger_arg
-
     def _public(self) -> dict:
         return {
             "mechanism": self.name, "algorithm": self.algorithm, "epsilon": self.epsilon, "delta": 0.0,

@@ -181,12 +181,6 @@ class StochasticPosterior(Mechanism):
                 "prior_mass_outside": float(np.max(sl.outside_mass(self.family, _prior(self.plan), lower, upper)))}
 
     # ------------------------------------------------------------------ release
-    @property
-    def ledger(self):
-        if isinstance(self._ledger_arg, str):
-            self._ledger_arg = Ledger()
-        return self._ledger_arg
-
     def _public(self) -> dict:
         g = self.guarantee
         return {

@@ -106,12 +106,6 @@ class PosteriorUpdates(Mechanism):
         self.dataset_id = self.private_data.fingerprint
 
     # ------------------------------------------------------------------ ledger
-    @property
-    def ledger(self) -> Ledger | None:
-        if isinstance(self._ledger_arg, str):
-            self._ledger_arg = Ledger()
-        return self._ledger_arg
-
     def spent(self) -> Spend | None:
         return None if self.ledger is None else self.ledger.spent(self.dataset_id)
 
