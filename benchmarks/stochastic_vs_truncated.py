@@ -3,7 +3,8 @@
 The AAAI naive Bayes and linear-regression settings have several parameters: the stochastic mode
 refuses them (NotImplementedError: no exact worst-case posterior mass outside Theta_L), which this
 script records. On Beta-Bernoulli and Normal mean it records, per total epsilon (one draw), the
-best delta the stochastic mode can certify, and the error of the posterior mean of each mode
+best delta the stochastic mode can certify (the exact privacy profile, and the theorem's bound
+beside it), and the error of the posterior mean of each mode
 (exact means: the untruncated posterior vs the truncated one) on data drawn from a parameter near
 the edge of the prior's mass, where truncation biases most.
 
@@ -68,6 +69,8 @@ def main():
                 post = s.plan.posteriors()[var]
                 mean = post["alpha"][0] / (post["alpha"][0] + post["beta"][0]) if "alpha" in post else post["mu"][0]
                 row["stochastic"] = {"delta": s.delta, "epsilon_per_draw": s.epsilon_per_draw,
+                                     "certificate": s.guarantee["certificate"],
+                                     "theorem_delta": None if s.theorem is None else s.theorem["delta_total"],
                                      "posterior_mean_error": abs(float(mean) - truth)}
             except BudgetExceededError as err:
                 row["stochastic"] = {"refused": str(err).split(":")[1].strip()[:80]}

@@ -21,6 +21,11 @@ to ``G`` gives an ``eps0``-DP posterior (the truncation region Theta_L of the tr
 
 the largest *posterior* mass of the complement over every dataset of the public size, one
 untruncated posterior draw is ``(eps0 + ln 1/(1 - eta*), eta*)``-DP.
+
+Where the posterior depends on the data through one sum, the exact privacy profile of a draw is
+computable instead (:func:`neighbour_pairs`, :func:`exact_profile`): the largest hockey-stick
+divergence over every pair of posteriors neighbouring datasets give. It is the least delta, and
+far below the theorem's bound on conjugate families.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ __all__ = [
     "outside_mass",
     "compose_approximate",
     "hockey_stick",
+    "hockey_sticks",
+    "exact_profile",
+    "neighbour_pairs",
     "finite_family_profile",
 ]
 
@@ -130,44 +138,89 @@ def hockey_stick(family: str, px: dict, py: dict, epsilon: float) -> float:
 
     Any other pair raises NotImplementedError (the half-line argument does not hold).
     """
+    return float(hockey_sticks(family, px, py, epsilon)[0])
+
+
+def hockey_sticks(family: str, px: dict, py: dict, epsilon: float) -> np.ndarray:
+    """:func:`hockey_stick` of many pairs at once: ``px`` and ``py`` hold arrays of equal length
+    (one entry per pair); returns the divergences as an array. Same closed forms."""
     eps = float(epsilon)
+
+    def arr(d, k):
+        return np.atleast_1d(np.asarray(d[k], float)).ravel()
+
     if family == "Normal":
-        mx, sx, my, sy = (float(np.ravel(v)[0]) for v in (px["mu"], px["sigma"], py["mu"], py["sigma"]))
-        if not math.isclose(sx, sy, rel_tol=1e-12):
+        mx, sx, my, sy = arr(px, "mu"), arr(px, "sigma"), arr(py, "mu"), arr(py, "sigma")
+        if not np.allclose(sx, sy, rtol=1e-12, atol=0):
             raise NotImplementedError("hockey_stick: Normal posteriors of unequal sigma")
-        D, s = abs(mx - my), sx
-        if D == 0:
-            return 0.0
-        return max(0.0, float(sc.ndtr(D / (2 * s) - eps * s / D) - math.exp(eps) * sc.ndtr(-D / (2 * s) - eps * s / D)))
+        D, s = np.abs(mx - my), sx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = sc.ndtr(D / (2 * s) - eps * s / D) - math.exp(eps) * sc.ndtr(-D / (2 * s) - eps * s / D)
+        return np.where(D == 0, 0.0, np.maximum(h, 0.0))
     if family == "Beta":
-        ax, bx, ay, by = (float(np.ravel(v)[0]) for v in (px["alpha"], px["beta"], py["alpha"], py["beta"]))
-        d = ax - ay
-        if not math.isclose(ax + bx, ay + by, rel_tol=1e-12, abs_tol=1e-12):
+        ax, bx, ay, by = arr(px, "alpha"), arr(px, "beta"), arr(py, "alpha"), arr(py, "beta")
+        if not np.allclose(ax + bx, ay + by, rtol=1e-12, atol=1e-12):
             raise NotImplementedError("hockey_stick: Beta posteriors of unequal alpha + beta")
-        if d == 0:
-            return 0.0
+        d = ax - ay
         c = sc.betaln(ay, by) - sc.betaln(ax, bx)
-        t = sc.expit((eps - c) / d)  # g > eps  <=>  d logit t > eps - c
-        if d > 0:
-            p, q = sc.betaincc(ax, bx, t), sc.betaincc(ay, by, t)
-        else:
-            p, q = sc.betainc(ax, bx, t), sc.betainc(ay, by, t)
-        return max(0.0, float(p - math.exp(eps) * q))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = sc.expit((eps - c) / d)  # g > eps  <=>  d logit t > eps - c
+        p = np.where(d > 0, sc.betaincc(ax, bx, t), sc.betainc(ax, bx, t))
+        q = np.where(d > 0, sc.betaincc(ay, by, t), sc.betainc(ay, by, t))
+        return np.where(d == 0, 0.0, np.maximum(p - math.exp(eps) * q, 0.0))
     if family == "Gamma":
-        ax, rx, ay, ry = (float(np.ravel(v)[0]) for v in (px["alpha"], px["rate"], py["alpha"], py["rate"]))
-        if not math.isclose(rx, ry, rel_tol=1e-12):
+        ax, rx, ay, ry = arr(px, "alpha"), arr(px, "rate"), arr(py, "alpha"), arr(py, "rate")
+        if not np.allclose(rx, ry, rtol=1e-12, atol=0):
             raise NotImplementedError("hockey_stick: Gamma posteriors of unequal rate")
         d = ax - ay
-        if d == 0:
-            return 0.0
-        c = sc.gammaln(ay) - sc.gammaln(ax) + d * math.log(rx)
-        t = math.exp((eps - c) / d)
-        if d > 0:
-            p, q = sc.gammaincc(ax, rx * t), sc.gammaincc(ay, rx * t)
-        else:
-            p, q = sc.gammainc(ax, rx * t), sc.gammainc(ay, rx * t)
-        return max(0.0, float(p - math.exp(eps) * q))
+        c = sc.gammaln(ay) - sc.gammaln(ax) + d * np.log(rx)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            t = np.exp((eps - c) / d)
+        p = np.where(d > 0, sc.gammaincc(ax, rx * t), sc.gammainc(ax, rx * t))
+        q = np.where(d > 0, sc.gammaincc(ay, rx * t), sc.gammainc(ay, rx * t))
+        return np.where(d == 0, 0.0, np.maximum(p - math.exp(eps) * q, 0.0))
     raise NotImplementedError(f"hockey_stick: no closed form for {family} posteriors")
+
+
+def neighbour_pairs(family: str, path: list[dict], n: int, record_range: float) -> tuple[dict, dict]:
+    """Every pair of posteriors that two neighbouring datasets can give, as arrays for
+    :func:`hockey_sticks` (both orders), where the posterior depends on the data through the
+    sum ``s`` only and is affine in it (the mechanism checks both).
+
+    * Beta, Gamma (integer records in ``[lo, hi]``, ``record_range = hi - lo``): ``path[i]`` is
+      the posterior of ``s = n lo + i``. One record's change moves ``s`` by any ``d`` with
+      ``1 <= |d| <= hi - lo``, and every such pair with both sums in ``[n lo, n hi]`` is realised:
+      for ``d > 0`` put one record at ``max(lo, s - (n - 1) hi) <= hi - d`` (true iff
+      ``s + d <= n hi``) and spread the rest of ``s`` over the other ``n - 1`` records; ``d < 0``
+      by symmetry. So the pairs returned are exactly the realisable ones.
+    * Normal (``path`` the two extreme posteriors, equal sigma): the mean is affine in ``s``, so
+      neighbours' means differ by at most ``D = |m(n hi) - m(n lo)| / n`` (one record moves ``s``
+      by at most ``hi - lo``). For two Normals of equal sigma the divergence depends on ``D`` only
+      and is increasing in it (``mu = D / sigma``-GDP: Dong, Roth & Su 2022, the trade-off
+      function ``G_mu`` decreases in ``mu``; checked numerically in the tests), so the one pair
+      at the largest ``D`` gives the supremum.
+    """
+    if family == "Normal":
+        lo, hi = path
+        D = abs(float(np.ravel(hi["mu"])[0]) - float(np.ravel(lo["mu"])[0])) / int(n)
+        m, sig = float(np.ravel(lo["mu"])[0]), float(np.ravel(lo["sigma"])[0])
+        return {"mu": np.array([m]), "sigma": np.array([sig])}, {"mu": np.array([m + D]), "sigma": np.array([sig])}
+    r = int(round(record_range))
+    keys = list(path[0])
+    cols = {k: np.array([float(np.ravel(p[k])[0]) for p in path]) for k in keys}
+    i = np.concatenate([np.arange(len(path) - d) for d in range(1, r + 1)]) if r >= 1 else np.zeros(0, int)
+    j = np.concatenate([np.arange(d, len(path)) for d in range(1, r + 1)]) if r >= 1 else np.zeros(0, int)
+    a, b = np.concatenate([i, j]), np.concatenate([j, i])
+    return {k: v[a] for k, v in cols.items()}, {k: v[b] for k, v in cols.items()}
+
+
+def exact_profile(family: str, pairs: tuple[dict, dict], epsilon: float) -> float:
+    """``delta(eps)`` of one draw: the largest exact hockey-stick divergence over ``pairs``
+    (:func:`neighbour_pairs`: every pair neighbouring datasets can give), i.e. the smallest
+    ``delta`` for which one untruncated draw is ``(eps, delta)``-DP. Exact up to float rounding
+    (the caller rounds up)."""
+    h = hockey_sticks(family, pairs[0], pairs[1], epsilon)
+    return float(np.max(h)) if h.size else 0.0
 
 
 def finite_family_profile(log_lik: np.ndarray, log_prior: np.ndarray, good: np.ndarray, counts) -> dict:

@@ -20,6 +20,12 @@ that the posterior depends on the data through ``s = sum(x)`` only; then
   affine in the data, and the mass outside an interval is quasi-convex in the mean (the mass
   inside is a log-concave function of it), so the supremum is at the two extreme datasets.
 
+Where ``eta*`` is computed this way every posterior a dataset can give is enumerated too, so the
+release also computes the **exact privacy profile** of one draw, ``delta_d(eps_d)`` = the largest
+hockey-stick divergence over every pair of posteriors two neighbouring datasets give
+(:func:`pymc_dp.stochastic.neighbour_pairs`), and claims whichever of the two certificates gives
+the smaller delta (the report says which, with the other beside it).
+
 Anything else raises NotImplementedError naming the gap: no computable bound on the posterior
 mass of the non-Lipschitz set over all datasets (the seeds' Thm 8(2) bound needs the ratio of
 maximum to marginal likelihood, unbounded in general).
@@ -73,7 +79,8 @@ class StochasticPosterior(Mechanism):
     stochastic-Lipschitz theorem; build with :func:`stochastic_posterior`."""
 
     name = MECHANISM
-    algorithm = ("iid draws of the untruncated conjugate posterior; one draw is (eps0 + ln 1/(1-eta*), eta*)-DP, "
+    algorithm = ("iid draws of the untruncated conjugate posterior; one draw is (eps_d, delta_d)-DP with delta_d its "
+                 "exact privacy profile over every neighbouring pair, or by the theorem (eps0 + ln 1/(1-eta*), eta*)-DP, "
                  "eta* = sup over datasets of the posterior mass outside the truncated mode's region Theta_L")
 
     def __init__(self, model, *, epsilon: float, delta: float, draws: int, data: Mapping[str, Domain],
@@ -97,16 +104,20 @@ class StochasticPosterior(Mechanism):
         self.private_data = PrivateData.from_model(self.model, self.domains, self.unit)
         self.dataset_id = self.private_data.fingerprint
         path = self._path()
-        best = None
+        theorem = None
         for eps0 in np.geomspace(float(epsilon) / (8 * self.draws), 2 * float(epsilon), int(grid)):
             cand = self._candidate(float(eps0), path, data, public)
-            if cand is not None and (best is None or cand["delta_total"] < best["delta_total"]):
-                best = cand
+            if cand is not None and (theorem is None or cand["delta_total"] < theorem["delta_total"]):
+                theorem = cand
+        self.theorem = theorem
+        exact = self._exact_candidate(path, int(grid))
+        best = min((c for c in (theorem, exact) if c is not None), key=lambda c: c["delta_total"], default=None)
         if best is None or best["delta_total"] > delta:
-            got = "no region" if best is None else f"delta = {best['delta_total']:.4g} at best (eps0 = {best['eps0']:.4g})"
+            got = "no region" if best is None else f"delta = {best['delta_total']:.4g} at best"
             raise BudgetExceededError(
                 f"the stochastic-Lipschitz mode cannot give ({epsilon:g}, {delta:g})-DP for {draws} draws: {got}. "
-                "The posterior mass outside Theta_L over the worst dataset (eta*) is too large; raise epsilon or "
+                "Neither the exact privacy profile of the untruncated posterior nor the theorem's bound (the "
+                "posterior mass outside Theta_L over the worst dataset, eta*) is small enough; raise epsilon or "
                 "delta, or use the truncated mode (make_private)."
             )
         self.guarantee = best
@@ -176,28 +187,70 @@ class StochasticPosterior(Mechanism):
         eta = min(1.0, eta * (1 + 1e-9) + 1e-15)  # float safety: never below the computed mass
         e_d, d_d = sl.stochastic_guarantee(cert.certificate.epsilon_per_draw, eta)
         total = sl.compose_approximate(e_d, d_d, self.draws, self.epsilon_requested)
-        return {"eps0": float(cert.certificate.epsilon_per_draw), "region": [lower, upper], "eta_star": eta,
+        return {"certificate": "theorem", "eps0": float(cert.certificate.epsilon_per_draw), "region": [lower, upper], "eta_star": eta,
                 "epsilon_per_draw": e_d, "delta_per_draw": d_d, "delta_total": total,
                 "prior_mass_outside": float(np.max(sl.outside_mass(self.family, _prior(self.plan), lower, upper)))}
 
+    def _exact_candidate(self, path, grid: int) -> dict | None:
+        """The exact privacy profile: for each per-draw ``eps_d`` on a public grid, ``delta_d`` =
+        the largest hockey-stick divergence over every pair of posteriors neighbouring datasets
+        give (:func:`pymc_dp.stochastic.neighbour_pairs`, :func:`~pymc_dp.stochastic.exact_profile`),
+        composed over the draws like the theorem's pair; the ``eps_d`` with the least total delta.
+        None where the pairs are too many to enumerate (the theorem's bound is then the only one)."""
+        name = self.reads[0]
+        dom = self.domains[name]
+        n = int(np.prod(np.shape(self.private_data.values[name])))
+        span = float(dom.hi) - float(dom.lo)
+        if self.family != "Normal" and len(path) * span > 2_000_000:
+            return None
+        pairs = sl.neighbour_pairs(self.family, path, n, span)
+        eps, N = self.epsilon_requested, self.draws
+        best = None
+        for e_d in np.unique(np.r_[np.geomspace(eps / (8 * N), eps, grid), eps / N]):
+            d_d = min(1.0, sl.exact_profile(self.family, pairs, float(e_d)) * (1 + 1e-9) + 1e-15)  # round up
+            total = sl.compose_approximate(float(e_d), d_d, N, eps)
+            if best is None or total < best["delta_total"]:
+                best = {"certificate": "exact profile", "epsilon_per_draw": float(e_d), "delta_per_draw": d_d,
+                        "delta_total": total, "pairs": int(np.size(next(iter(pairs[0].values()))))}
+        return best
+
     # ------------------------------------------------------------------ release
     def _public(self) -> dict:
-        g = self.guarantee
+        g, t = self.guarantee, self.theorem
+        if g["certificate"] == "exact profile":
+            theorem = {} if t is None else {
+                "theorem's bound (not used: larger)": f"({t['epsilon_per_draw']:.6g}, {t['delta_per_draw']:.6g}) per draw, "
+                f"delta {t['delta_total']:.6g} for the release; eta* = {t['eta_star']:.6g} outside Theta_L of {self.var} "
+                f"= {t['region']}, truncated-mode eps0 {t['eps0']:.6g}"}
+            return self._public_common({
+                "mode": "stochastic-Lipschitz (no truncation); certificate: the exact privacy profile",
+                "epsilon per draw": g["epsilon_per_draw"], "delta per draw": g["delta_per_draw"],
+                "neighbouring pairs of posteriors enumerated": g["pairs"],
+                **theorem,
+                "derivation": ("one draw: delta_d = the largest exact hockey-stick divergence H_{e^eps_d} over every "
+                               "pair of posteriors two neighbouring datasets give (the posterior depends on the data "
+                               "through their sum only; docs/theory/stochastic_lipschitz.md, 'The exact profile'); "
+                               f"{self.draws} draws: optimal composition of (eps, delta)-DP mechanisms, "
+                               "delta = 1 - (1 - delta_d)^N (1 - delta_pure(epsilon))"),
+            })
+        return self._public_common({
+            "mode": "stochastic-Lipschitz (no truncation); certificate: the theorem's bound",
+            "epsilon per draw": g["epsilon_per_draw"], "delta per draw": g["delta_per_draw"],
+            "truncated-mode eps0 of the region": g["eps0"],
+            f"region Theta_L of {self.var} (used in the proof only)": g["region"],
+            "eta* = sup over datasets of the posterior mass outside Theta_L": g["eta_star"],
+            "prior mass outside Theta_L (not a bound on delta)": g["prior_mass_outside"],
+            "derivation": ("one draw: xi(A|x) <= e^eps0/(1-eta*) xi(A|y) + eta* (docs/theory/stochastic_lipschitz.md); "
+                           f"{self.draws} draws: optimal composition of (eps, delta)-DP mechanisms, "
+                           "delta = 1 - (1 - delta_d)^N (1 - delta_pure(epsilon))"),
+        })
+
+    def _public_common(self, guarantee: dict) -> dict:
         return {
             "mechanism": self.name, "algorithm": self.algorithm, "epsilon": self.epsilon, "delta": self.delta,
             "draws": self.draws, "unit": describe_unit(self.unit)["kind"], "rows_per_unit": 1,
             "domains": {k: d.to_dict() for k, d in self.domains.items()}, "public": list(self.public),
-            "guarantee": {
-                "mode": "stochastic-Lipschitz (no truncation)",
-                "epsilon per draw": g["epsilon_per_draw"], "delta per draw": g["delta_per_draw"],
-                "truncated-mode eps0 of the region": g["eps0"],
-                f"region Theta_L of {self.var} (used in the proof only)": g["region"],
-                "eta* = sup over datasets of the posterior mass outside Theta_L": g["eta_star"],
-                "prior mass outside Theta_L (not a bound on delta)": g["prior_mass_outside"],
-                "derivation": ("one draw: xi(A|x) <= e^eps0/(1-eta*) xi(A|y) + eta* (docs/theory/stochastic_lipschitz.md); "
-                               f"{self.draws} draws: optimal composition of (eps, delta)-DP mechanisms, "
-                               "delta = 1 - (1 - delta_d)^N (1 - delta_pure(epsilon))"),
-            },
+            "guarantee": guarantee,
             "seed": "random_seed seeds the exact posterior draws: keep it secret.",
             "versions": software_versions(),
         }
