@@ -92,6 +92,9 @@ class Certificate:
     sampler: str = "mcmc"
     #: why there is no exact sampler (structure only, no data), None when there is one
     exact_unavailable: str | None = None
+    #: run-time contamination: {"p", "container", "g", "epsilon_contaminated"} (the release's epsilon on
+    #: the contaminated data; ``epsilon`` is then the amplified loss for the original data), else None
+    amplification: dict | None = None
 
     @property
     def Delta_per_draw(self) -> float:
@@ -131,6 +134,7 @@ class Certificate:
             "mode": self.mode,
             "versions": dict(self.versions),
             "caveats": list(self.caveats),
+            **({} if self.amplification is None else {"amplification": dict(self.amplification)}),
         }
 
     def to_json(self) -> str:

@@ -21,9 +21,18 @@ mixture.
 Algorithm 1 on simulated data: an estimate labelled "estimated, model-conditional, not DP", which
 every budget entry point refuses.
 
-What is not done (issue 14, item 1): run-time contamination of the data by the library and its
-amplification (:func:`apply`), a free or truncated Normal scale, location families other than
-the Normal.
+Run-time contamination (``contaminate(..., at_run_time=True)``): the library itself replaces each
+record with probability ``p`` by a fresh draw of ``g`` (:func:`apply`, OS-entropy randomness) just
+before it samples, and never stores or releases the contaminated values. The model is then right
+about its data, and the release is amplified: an ``eps``-DP release of the contaminated data is
+``log(1 + (1 - p)(e^eps - 1))``-DP for the original data (:func:`amplified_epsilon`, proof there
+and in ``docs/theory/contamination.md``, checked exactly by enumeration in the tests). The release
+driver (:class:`pymc_dp.PrivateModel`) certifies at :func:`inner_epsilon` and charges the amplified
+total.
+
+What is not done: a free or truncated Normal scale, location families other than the Normal,
+run-time contamination with ``delta > 0``, several private containers or a unit other than one
+record (the amplification needs the whole neighbouring unit to be replaced together).
 
 Layering: with the truncation's modules (it rewrites a model as :mod:`pymc_dp.rewrite` does and
 reads factors through the region context); :mod:`pymc_dp.oscillation` dispatches to it.
@@ -64,6 +73,9 @@ __all__ = [
     "ContaminatedOscillationModel",
     "check_unbounded_domains",
     "apply",
+    "amplified_epsilon",
+    "RunTimeContamination",
+    "inner_epsilon",
     "estimate_epsilon",
 ]
 
@@ -77,11 +89,14 @@ class ContaminationSpec:
 
     p: float
     g: tuple[tuple[str, Contaminant], ...]
-    mode: str = "model"  # the likelihood is the mixture; the data are not contaminated at run time
+    #: "model": the likelihood is the mixture, the data are not contaminated; "run time": the
+    #: library also contaminates the data before each release (amplification)
+    mode: str = "model"
 
     def describe(self) -> str:
         gs = ", ".join(f"{name}: {g.describe()}" for name, g in self.g)
-        return f"Huber contamination p = {self.p:g} ({gs}); likelihood (1 - p) f + p g"
+        run = "; the data are contaminated at run time by the library" if self.mode == "run time" else ""
+        return f"Huber contamination p = {self.p:g} ({gs}); likelihood (1 - p) f + p g{run}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"p": self.p, "mode": self.mode, "g": {name: g.to_dict() for name, g in self.g}}
@@ -122,7 +137,7 @@ def _public_contaminant(name: str, dist: Any) -> Contaminant:
 
 
 def contaminate(model: pm.Model, p: float, g: Mapping[str, Any] | Any,
-                factors: Sequence[str] | None = None) -> pm.Model:
+                factors: Sequence[str] | None = None, at_run_time: bool = False) -> pm.Model:
     """A new model whose chosen factors have the Huber-contaminated likelihood ``(1 - p) f + p g``.
 
     Parameters
@@ -137,6 +152,12 @@ def contaminate(model: pm.Model, p: float, g: Mapping[str, Any] | Any,
     factors : sequence of str, optional
         The observed factors to contaminate (default: the keys of ``g``). Each must observe a
         ``pm.Data`` container.
+    at_run_time : bool, default False
+        Also contaminate the data: each release replaces every record with probability ``p`` by
+        a fresh draw of ``g`` before it samples (never stored or released), and is charged the
+        amplified epsilon (:func:`amplified_epsilon`). Needs one private container, declared
+        ``Interval(-np.inf, np.inf)`` (``g``'s draws must lie in the domain the certificate
+        covers), ``unit="record"`` and ``delta=0``; the release refuses otherwise.
 
     Returns
     -------
@@ -199,22 +220,120 @@ def contaminate(model: pm.Model, p: float, g: Mapping[str, Any] | Any,
         new.name = node.outputs[0].name
         fgraph.replace(node.outputs[0], new, import_missing=True)
     out = rebuild_model(fgraph)
-    _SPECS[out] = ContaminationSpec(p, tuple(spec_g))
+    _SPECS[out] = ContaminationSpec(p, tuple(spec_g), "run time" if at_run_time else "model")
     return out
 
 
-def apply(data: np.ndarray, p: float, g: Any, rng: Any) -> np.ndarray:
-    """Run-time contamination of the data by the library: not implemented.
+def apply(data: np.ndarray, p: float, g: Contaminant, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Run-time contamination: a new array in which every entry is, independently with
+    probability ``p``, replaced by a fresh draw of ``g``; ``data`` is not changed.
 
-    Raises
-    ------
-    NotImplementedError
-        Always: its amplification ``log(1 + (1 - p)(e^eps - 1))`` is used only once its proof is
-        written and checked exactly on a small discrete case (issue 14, item 1); neither is done.
+    ``rng`` is for tests only: by default a generator seeded from the operating system's entropy
+    (``np.random.SeedSequence()``), never from a user's seed, so the pattern of replaced records
+    cannot be recomputed. The caller must neither store nor release the result.
     """
-    raise NotImplementedError(
-        "run-time contamination (and its amplification) is not implemented: the amplification's proof and its "
-        "exact check on a small discrete case are not written yet (issue 14, item 1).")
+    p = float(p)
+    if not 0.0 < p < 1.0:
+        raise PrivacyError(f"contamination rate p={p} must lie in (0, 1).")
+    rng = np.random.default_rng(np.random.SeedSequence()) if rng is None else rng
+    x = np.array(data, dtype=float, copy=True)
+    replaced = rng.random(x.shape) < p
+    x[replaced] = g.sample(int(replaced.sum()), rng)
+    return x
+
+
+class RunTimeContamination:
+    """What a release needs to contaminate its data at run time (built by :meth:`check`).
+
+    ``container``: the one private container; ``g``: its factor's contaminant; ``p``: the rate."""
+
+    def __init__(self, spec: ContaminationSpec, container: str, g: Contaminant):
+        self.spec, self.container, self.g, self.p = spec, container, g, spec.p
+
+    @classmethod
+    def check(cls, model: pm.Model, *, delta: float, unit: Any, data: Mapping[str, Any],
+              public: Sequence[str] = ()) -> "RunTimeContamination | None":
+        """None for a model without run-time contamination; else the plan, after refusing what
+        the amplification's proof does not cover (before anything is charged)."""
+        spec = contamination_of(model)
+        if spec is None or spec.mode != "run time":
+            return None
+        why = None
+        private = sorted(v.name for v in model.data_vars if v.name not in set(public))
+        if float(delta) != 0.0:
+            why = "delta > 0 (the amplification is proved for pure epsilon)"
+        elif not (isinstance(unit, str) and unit == "record"):
+            why = f"unit={unit!r} (the proof replaces one record; a unit of several records is not replaced together)"
+        elif len(private) != 1 or len(spec.g) != 1:
+            why = (f"private containers {private} and contaminated factors {[n for n, _ in spec.g]} (the proof needs one "
+                   "container, read by one contaminated factor: a record must be replaced whole)")
+        if why is None:
+            name = private[0]
+            domain = data.get(name)
+            if not (isinstance(domain, Interval) and domain.lo == -math.inf and domain.hi == math.inf):
+                why = (f"the domain {domain} of {name!r}: g's draws lie anywhere, so the certificate must cover every "
+                       "value; declare pymc_dp.Interval(-np.inf, np.inf)")
+            elif np.ndim(model[name].get_value()) != 1:
+                why = f"container {name!r} of shape {np.shape(model[name].get_value())} (one record per entry: a 1-D array)"
+        if why is not None:
+            raise UnsupportedFactorError(f"run-time contamination (contaminate(..., at_run_time=True)) is not "
+                                         f"supported here: {why}. Use at_run_time=False, or change the model.")
+        return cls(spec, private[0], spec.g[0][1])
+
+    def contaminated(self, values: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        """The container's values contaminated afresh (:func:`apply`)."""
+        return apply(values, self.p, self.g, rng)
+
+    def amplify(self, certificate):
+        """The certificate of the release on contaminated data, stated for the original data:
+        ``epsilon`` amplified; ``amplification`` keeps the rate, ``g`` and the epsilon on the
+        contaminated data (the per-draw and composition fields are the contaminated data's)."""
+        import dataclasses
+
+        amplification = {"p": self.p, "container": self.container, "g": self.g.describe(),
+                         "epsilon_contaminated": float(certificate.epsilon)}
+        return dataclasses.replace(certificate, epsilon=amplified_epsilon(certificate.epsilon, self.p),
+                                   amplification=amplification)
+
+
+def amplified_epsilon(epsilon: float, p: float) -> float:
+    """``log(1 + (1 - p)(e^eps - 1))``: the loss, for the original data, of an ``eps``-DP release
+    run on run-time-contaminated data (each record replaced with probability ``p`` by a draw of ``g``).
+
+    Claim. Let ``M`` be ``eps``-DP under replacing one record, on every dataset of the domain
+    (which must contain ``g``'s support), and ``C`` the contamination. Then ``M o C`` is
+    ``eps' = log(1 + (1 - p)(e^eps - 1))``-DP under replacing one record.
+
+    Proof. Neighbours ``x, y`` differ in record ``i``. Couple ``C(x)`` and ``C(y)``: the same coin
+    for every record and the same draws of ``g``. With ``q = 1 - p``, condition on record ``i``'s
+    coin: ``P_x = p Q + q R_x`` and ``P_y = p Q + q R_y``, where ``Q`` is the law of the output when
+    record ``i`` is replaced (the same for ``x`` and ``y``: they agree elsewhere) and ``R_x``,
+    ``R_y`` the laws when it is kept. Given the other coins and draws, ``R_x`` and ``R_y`` come from
+    neighbouring datasets, and so do ``R_x`` and ``Q`` given also ``i``'s draw; mixing over them keeps
+    the inequalities: ``R_x <= e^eps R_y`` and ``R_x <= e^eps Q`` on every event. So for any
+    ``a`` in ``[0, 1]``, ``R_x <= e^eps (a R_y + (1 - a) Q)``, and with ``a = e^{eps' - eps}``
+    (``<= 1``):
+
+        ``P_x <= (p + q e^eps (1 - a)) Q + q e^{eps'} R_y = (p + q e^eps - q e^{eps'}) Q + q e^{eps'} R_y``.
+
+    ``p + q e^eps - q e^{eps'} <= p e^{eps'}`` is ``p + q e^eps <= e^{eps'}``, which is the definition
+    of ``eps'``; so ``P_x <= e^{eps'} (p Q + q R_y) = e^{eps'} P_y``. QED. (Balle, Barthe & Gaboardi
+    2018 give the same bound for subsampling; it is attained by randomized response with ``g`` a
+    point mass on the other value, which the tests check by enumeration.)
+    """
+    eps, p = float(epsilon), float(p)
+    return float(math.log1p((1.0 - p) * math.expm1(eps)))
+
+
+def inner_epsilon(epsilon: float, p: float) -> float:
+    """The inverse of :func:`amplified_epsilon`: the budget a release on contaminated data may
+    have so that its amplified loss is ``epsilon``: ``log(1 + (e^eps - 1) / (1 - p))``, rounded
+    down by a relative 1e-12 so that amplifying it never exceeds ``epsilon``."""
+    eps, p = float(epsilon), float(p)
+    inner = math.log1p(math.expm1(eps) / (1.0 - p)) * (1.0 - 1e-12)
+    while amplified_epsilon(inner, p) > eps:  # pragma: no cover - float safety
+        inner = math.nextafter(inner, 0.0)
+    return inner
 
 
 # --------------------------------------------------------------------------- certification

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import numbers
@@ -28,6 +29,7 @@ from pymc_dp.certification import (  # noqa: F401  (PRIOR_*, SPLITS, check_budge
     check_containers,
     same_order,
 )
+from pymc_dp.contamination import RunTimeContamination, inner_epsilon
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import (
     NotConjugateError,
@@ -101,9 +103,13 @@ class PrivateModel:
         ledger: Ledger | None | str = "default",
     ):
         check_arguments(model, epsilon, delta, draws, unit, bounds, split)  # before the ledger, as always
+        #: run-time contamination (``contaminate(..., at_run_time=True)``), else None
+        self.run_time = RunTimeContamination.check(model, delta=delta, unit=unit, data=data, public=public)
         self._ledger_arg = check_ledger(ledger)
         #: the InferenceData of the last release (None before the first), for the report
         self.last_release: az.InferenceData | None = None
+        if self.run_time is not None and epsilon is not None:  # the budget on the contaminated data
+            epsilon = inner_epsilon(epsilon, self.run_time.p)
         #: what certify() established: factors, regions, truncated model, start values, certificate
         self.certification = certify(model, epsilon=epsilon, draws=draws, data=data, delta=delta, unit=unit,
                                      bounds=bounds, public=public, split=split)
@@ -115,7 +121,7 @@ class PrivateModel:
         self.factors = list(c.factors)
         #: the rewritten model (truncated prior) that is sampled
         self.model = c.truncated_model
-        self.certificate = c.certificate
+        self.certificate = c.certificate if self.run_time is None else self.run_time.amplify(c.certificate)
         self._plan, self._plan_refusal = c.conjugate_plan, c.plan_refusal
         #: the private values, validated, with their domains and unit (never released)
         self.private_data = PrivateData.from_model(self.model, self.domains, self.unit)
@@ -302,6 +308,8 @@ class PrivateModel:
         if thin != 1:
             mcmc_kwargs["thin"] = thin
         exact = self._use_exact(method, mcmc_kwargs)
+        if exact and self.run_time is not None:  # pragma: no cover - a mixture likelihood has no exact sampler
+            raise AssertionError("run-time contamination samples by MCMC only")
         # arguments that fail in the sampler fail here, before the ledger charges the release
         if exact:
             rng = exact_rng(random_seed)
@@ -327,15 +335,16 @@ class PrivateModel:
                 user_init = kwargs.pop("initvals", None)
                 if isinstance(user_init, Mapping):
                     initvals.update(user_init)
-                posterior = run_mcmc(
-                    self.model,
-                    draws_per_chain=self.draws // chains * int(thin),
-                    tune=1000 if tune is None else int(tune),
-                    chains=chains,
-                    initvals=initvals,
-                    random_seed=random_seed,
-                    **kwargs,
-                )
+                with self._contaminated():
+                    posterior = run_mcmc(
+                        self.model,
+                        draws_per_chain=self.draws // chains * int(thin),
+                        tune=1000 if tune is None else int(tune),
+                        chains=chains,
+                        initvals=initvals,
+                        random_seed=random_seed,
+                        **kwargs,
+                    )
                 posterior = posterior.isel(draw=slice(int(thin) - 1, None, int(thin)))
                 _refuse_stuck_chains(
                     posterior,
@@ -353,6 +362,22 @@ class PrivateModel:
             record=lambda ledger_now: self._record({**release, "ledger": ledger_now}),
             allow_nan=True,
         )
+
+    @contextlib.contextmanager
+    def _contaminated(self):
+        """Run-time contamination: the sampled model holds freshly contaminated values of its
+        private container while it samples, and the original values again afterwards (the
+        contaminated ones are neither kept nor released)."""
+        if self.run_time is None:
+            yield
+            return
+        name = self.run_time.container
+        original = self.private_data.values[name]
+        self.model.set_data(name, self.run_time.contaminated(original))
+        try:
+            yield
+        finally:
+            self.model.set_data(name, original)
 
     def _spend_note(self, release: dict) -> dict:
         """What the ledger row says about the release: public facts only."""

@@ -525,6 +525,7 @@ def _content(
         "epsilon_basic": _finite_or_none(cert.get("epsilon_basic")),
         "epsilon_optimal": _finite_or_none(cert.get("epsilon_optimal")),
         "mode": cert.get("mode", "budget"),
+        "amplification": cert.get("amplification"),
     }
     content: dict[str, Any] = {
         "schema": SCHEMA,

@@ -170,6 +170,19 @@ def sections(c: dict) -> list[dict]:
         ("One exact posterior draw is 2 Delta-DP (JMLR 2017 Thm 8); N draws compose. Both valid composition "
         "bounds are computed and the smaller is used.")
     ]
+    amp = b.get("amplification")
+    if amp:
+        kv += [
+            ("run-time contamination rate p", _f(amp["p"], 6)),
+            ("epsilon on the contaminated data (the composition above)", _f(amp["epsilon_contaminated"], 6)),
+            ("epsilon for the original data, log(1 + (1 - p)(e^eps - 1))", _f(b["epsilon"], 6)),
+        ]
+        paragraphs.append(
+            f"Run-time contamination: before sampling, the library replaced each record of {amp['container']!r} "
+            f"with probability p by a fresh draw of {amp['g']} (operating-system randomness; the contaminated "
+            "values are neither stored nor released). A release that is eps-DP on the contaminated data is "
+            "log(1 + (1 - p)(e^eps - 1))-DP for the original data (docs/theory/contamination.md)."
+        )
     if mech is not None:
         kv += [
             ("mechanism", str(mech["name"])),

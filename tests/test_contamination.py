@@ -65,9 +65,16 @@ def test_contaminate_refuses_a_g_that_reads_a_model_variable():
         contaminate(model, p=0.1, g={"obs": pm.Cauchy.dist(model["mu"], 1)})
 
 
-def test_run_time_contamination_is_not_implemented():
-    with pytest.raises(NotImplementedError, match="amplification"):
-        apply(np.zeros(3), 0.1, pm.Cauchy.dist(0, 1), np.random.default_rng(0))
+def test_apply_replaces_each_record_with_probability_p_by_a_draw_of_g():
+    x = np.zeros(20_000)
+    far = Contaminant("Normal", 100.0, 1.0)
+    out = apply(x, 0.1, far, np.random.default_rng(0))
+    assert np.all(x == 0) and out is not x  # the data are not changed
+    replaced = out != 0
+    assert abs(replaced.mean() - 0.1) < 4 * math.sqrt(0.1 * 0.9 / x.size)
+    assert np.all(np.abs(out[replaced] - 100) < 6)
+    # by default from the operating system's entropy: two calls differ
+    assert not np.array_equal(apply(x, 0.1, far), apply(x, 0.1, far))
 
 
 # --------------------------------------------------------------------------- the certificate

@@ -105,6 +105,14 @@ class Contaminant:
             return np.full_like(np.asarray(d_max, float), 1.0 / self.scale)
         return np.asarray(d_max, float) / self.scale**2
 
+    def sample(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """``size`` independent draws of ``g`` (run-time contamination, :func:`pymc_dp.contamination.apply`)."""
+        if self.family in ("StudentT", "Cauchy"):
+            return self.loc + self.scale * rng.standard_t(self._nu, size)
+        if self.family == "Laplace":
+            return rng.laplace(self.loc, self.scale, size)
+        return rng.normal(self.loc, self.scale, size)
+
     def heavier_than_normal(self, sigma: float) -> bool:
         """Whether ``g`` has strictly heavier tails than ``Normal(., sigma)``: ``f / g -> 0``."""
         return self.family != "Normal" or self.scale > sigma
