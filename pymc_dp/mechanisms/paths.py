@@ -86,7 +86,7 @@ def noisy_statistics(
         spread instead of the outcome's declared range: where the covariates explain much of the
         outcome and ``n epsilon`` is large enough for the first stage to find the fit, the scale
         and the coefficients come out much closer (``docs/mechanisms.md``). **Experimental**: its
-        credible intervals undercover (0.82 where 0.90 is due, 30 datasets at epsilon = 5,
+        credible intervals undercover (0.84 where 0.90 is due, 65 datasets at epsilon = 5,
         ``benchmarks/results/calibration.md``), and the cause is not found; use its posterior
         mean, not its intervals, until that is resolved. It warns when built.
 

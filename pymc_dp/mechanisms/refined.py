@@ -227,8 +227,8 @@ class RefinedRegression(NoisyRegression):
         import warnings
 
         warnings.warn(
-            "refine= is experimental: the two-stage posterior's credible intervals undercover (0.82 where 0.90 is due "
-            "in a first calibration run, 30 datasets at epsilon = 5; benchmarks/results/calibration.md). The privacy guarantee is "
+            "refine= is experimental: the two-stage posterior's credible intervals undercover (0.84 where 0.90 is due "
+            "in calibration, 65 datasets at epsilon = 5; benchmarks/results/calibration.md). The privacy guarantee is "
             "unaffected; use the posterior mean, not the intervals, until this is resolved.",
             UserWarning, stacklevel=3,
         )
