@@ -219,14 +219,15 @@ def _family_of(factor, contamination) -> str:
             f"g = {g.describe()})")
 
 
-def check_containers(model, data, public, *, unbounded: bool = False):
+def check_containers(model, data, public, *, unbounded: bool = False, metric: bool = False):
     """Validate ``data`` (container -> Domain) and ``public`` against ``model``'s containers and
     their values: every container is private unless public, every private one has a domain, and
     its values lie in it. Returns ``(domains, public)``.
 
     An unbounded ``Interval`` is refused unless ``unbounded`` (posterior sampling, which then
     accepts it only for contaminated factors): a release whose sensitivity comes from the
-    domain has none to come from."""
+    domain has none to come from. A domain that declares a metric (``Interval(..., metric="abs")``)
+    is refused unless ``metric`` (the metric-DP release)."""
     if not isinstance(data, Mapping):
         raise DomainError("data must map each private pm.Data container's name to its domain.")
     names = {v.name for v in model.data_vars}
@@ -250,6 +251,11 @@ def check_containers(model, data, public, *, unbounded: bool = False):
                 f"the domain {dom} of {name!r} is unbounded: this release's sensitivity comes from the domain, so it "
                 "needs finite bounds. Declare the public range the data can take; only posterior sampling of a "
                 "contaminated model (pymc_dp.contaminate, then pymc_dp.make_private) accepts an unbounded domain."
+            )
+        if getattr(dom, "metric", None) is not None and not metric:
+            raise DomainError(
+                f"the domain {dom} of {name!r} declares a metric: metric DP is released by pymc_dp.metric_posterior. "
+                "This release gives replace-one DP instead; declare the domain without metric= to use it."
             )
         domains[name] = dom
     for v in model.data_vars:

@@ -50,6 +50,10 @@ def _with_preprocessing(domain, d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
+#: the metrics an :class:`Interval` may declare (None: none, replace-one DP)
+METRICS = (None, "abs")
+
+
 class Domain:
     """Base class of data domains."""
 
@@ -94,14 +98,25 @@ class Domain:
 
 @dataclass(frozen=True)
 class Interval(Domain):
-    """Every entry lies in the closed interval ``[lo, hi]``."""
+    """Every entry lies in the closed interval ``[lo, hi]``.
+
+    ``metric="abs"`` declares the per-record metric ``|x - x'|`` for metric DP
+    (:func:`pymc_dp.metric_posterior`, whose loss is ``epsilon * sum_i |x_i - x'_i|``); the
+    releases with a replace-one guarantee refuse such a domain, so that a user who asked for
+    metric DP does not get another guarantee silently.
+    """
 
     lo: float
     hi: float
     #: set by :func:`pymc_dp.standardize`: the bounds are declared bounds mapped by released estimates
     preprocessing: Any = field(default=None, compare=False, repr=False)
+    #: the per-record metric of metric DP: None (replace-one DP) or "abs" (``|x - x'|``)
+    metric: str | None = None
 
     def __post_init__(self):
+        if self.metric not in METRICS:
+            raise DomainError(f"Interval metric={self.metric!r}: use one of {list(METRICS)} (None: replace-one DP; "
+                              "'abs': metric DP under |x - x'|).")
         lo = _extended_float("lo", self.lo, "Interval")
         hi = _extended_float("hi", self.hi, "Interval")
         if not lo < hi:
@@ -129,10 +144,11 @@ class Interval(Domain):
     def to_dict(self):
         # an infinite end as the string "inf" / "-inf": the dict is JSON (fingerprints, the ledger)
         ends = {k: (v if math.isfinite(v) else str(v)) for k, v in (("lo", self.lo), ("hi", self.hi))}
-        return _with_preprocessing(self, {"type": "Interval", **ends})
+        metric = {} if self.metric is None else {"metric": self.metric}
+        return _with_preprocessing(self, {"type": "Interval", **ends, **metric})
 
     def __str__(self):
-        return f"Interval({self.lo:g}, {self.hi:g})"
+        return f"Interval({self.lo:g}, {self.hi:g}{'' if self.metric is None else f', metric={self.metric!r}'})"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import pymc_dp
-from pymc_dp.exceptions import BudgetExceededError
+from pymc_dp.exceptions import BudgetExceededError, DomainError
 from pymc_dp.mechanisms.metric import metric_posterior
 from pymc_dp.metric import location_constant, metric_guarantee, metric_statement
 
@@ -92,3 +92,20 @@ def test_refusals():
         pm.Laplace("obs", mu=mu, b=0.5, observed=xd)
     with pytest.raises(NotImplementedError, match="L = 1/b = 2"):
         metric_posterior(m, epsilon=8.0, draws=1, data={"x": pymc_dp.Interval(-1, 1)}, ledger=None)
+
+
+def test_a_domain_that_declares_the_metric():
+    dom = pymc_dp.Interval(-1, 1, metric="abs")
+    assert dom.to_dict()["metric"] == "abs" and "metric='abs'" in str(dom)
+    assert "metric" not in pymc_dp.Interval(-1, 1).to_dict()  # fingerprints of plain domains unchanged
+    with pytest.raises(DomainError, match="metric="):
+        pymc_dp.Interval(-1, 1, metric="euclid")
+    mech = metric_posterior(_normal_mean(), epsilon=8.0, draws=2, data={"x": dom}, ledger=None)
+    assert mech.constant == pytest.approx(2.0)
+    guarantee = mech._public()
+    assert guarantee["domains"]["x"]["metric"] == "abs" and "declared on the domain" in guarantee["guarantee"]["metric"]
+    # a release with a replace-one guarantee does not silently ignore the declared metric
+    for release in (lambda: pymc_dp.make_private(_normal_mean(), epsilon=8.0, draws=2, data={"x": dom}, ledger=None),
+                    lambda: pymc_dp.noisy_statistics(_normal_mean(), epsilon=8.0, data={"x": dom}, ledger=None)):
+        with pytest.raises(DomainError, match="metric_posterior"):
+            release()

@@ -50,7 +50,7 @@ class MetricPosterior(Mechanism):
         self.last_release, self.draws, self.unit, self.delta = None, int(draws), "record", 0.0
         self.domains = dict(data)
         self.public = tuple(public)
-        check_containers(self.model, self.domains, self.public)
+        check_containers(self.model, self.domains, self.public, metric=True)
         obs = [rv for rv in self.model.observed_RVs]
         free = list(self.model.free_RVs)
         if len(obs) != 1 or len(free) != 1 or len(self.domains) != 1:
@@ -58,6 +58,8 @@ class MetricPosterior(Mechanism):
         (name, dom), = self.domains.items()
         if not isinstance(dom, Interval):
             raise NotImplementedError(f"metric DP needs a continuous Interval domain, not {dom}")
+        # the metric is |x - x'| per record; an Interval without metric= is read the same way
+        # (the report states it), any other metric is refused by Interval itself
         rv, self.var, self.reads = obs[0], free[0].name, (name,)
         family = type(rv.owner.op).__name__.replace("RV", "")
         family = {"normal": "Normal", "laplace": "Laplace", "logistic": "Logistic"}.get(family.lower(), family)
@@ -102,6 +104,9 @@ class MetricPosterior(Mechanism):
             "domains": {k: d.to_dict() for k, d in self.domains.items()}, "public": list(self.public),
             "guarantee": {
                 "mode": "metric DP",
+                "metric": "rho(x, x') = sum_i |x_i - x'_i| ("
+                          + ("declared on the domain: Interval(..., metric='abs')" if self.domains[self.reads[0]].metric
+                             else "the metric of an Interval domain without metric=") + ")",
                 "statement": mt.metric_statement(self.epsilon),
                 "epsilon per unit of rho, per draw": self.epsilon_per_draw,
                 f"L = sup |d l/dx| over {self.var} in the truncation and x in the domain": self.constant,
