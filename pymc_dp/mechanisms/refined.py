@@ -208,6 +208,10 @@ class RefinedRegression(NoisyRegression):
     algorithm = ("noise-aware inference on Laplace-noised sufficient statistics of a linear regression "
                  "(Bernstein & Sheldon 2019), released in two stages: the second on clipped residuals "
                  "about the first stage's fit")
+    #: a dense mass matrix: the second stage pins ``w + sigma L⁻ᵀu`` and leaves ``w`` and ``u``
+    #: strongly correlated, which a diagonal adaptation under-explores (calibration 0.84 over 65
+    #: datasets with it, 0.92 over 35 with the dense one; docs/mechanisms.md). ``init=`` overrides it.
+    default_init = "jitter+adapt_full"
 
     def __init__(self, model, *, refine: float, **kwargs):
         if isinstance(refine, bool) or not isinstance(refine, (int, float)) or not (0.0 < refine < 1.0):
@@ -224,14 +228,6 @@ class RefinedRegression(NoisyRegression):
                 "so one container's change moves every second-stage statistic; use unit='record' or a Users unit."
             )
         self.refine = float(refine)
-        import warnings
-
-        warnings.warn(
-            "refine= is experimental: the two-stage posterior's credible intervals undercover (0.84 where 0.90 is due "
-            "in calibration, 65 datasets at epsilon = 5; benchmarks/results/calibration.md). The privacy guarantee is "
-            "unaffected; use the posterior mean, not the intervals, until this is resolved.",
-            UserWarning, stacklevel=3,
-        )
         super().__init__(model, **kwargs)
         self.stage_two = None  # after the release: the public fit, band and noise scales
 

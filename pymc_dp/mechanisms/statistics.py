@@ -46,6 +46,7 @@ import dataclasses
 import functools
 import math
 import numbers
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 import arviz as az
@@ -376,6 +377,9 @@ class NoisyStatistics(Mechanism):
     """
 
     name = "noisy_statistics"
+    #: ``pm.sample``'s ``init`` when the caller gives none (None: PyMC's default); a public choice
+    #: of the sampler that depends on the model's structure only
+    default_init: str | None = None
     algorithm = ("noise-aware inference on Laplace-noised sufficient statistics "
                  "(Bernstein & Sheldon 2018; Foulds et al. 2016)")
 
@@ -602,7 +606,12 @@ class NoisyStatistics(Mechanism):
         keep = [v.name for v in self.model.free_RVs + self.model.deterministics]
         sample_kwargs.setdefault("progressbar", False)
         sample_kwargs.setdefault("compute_convergence_checks", False)
-        with model:
+        dense = self.default_init is not None and "init" not in sample_kwargs
+        if dense:
+            sample_kwargs["init"] = self.default_init
+        with model, warnings.catch_warnings():
+            if dense:  # PyMC calls its full-matrix adaptation experimental; the choice is ours, so say it once in the docs
+                warnings.filterwarnings("ignore", message="QuadPotentialFullAdapt is an experimental feature")
             idata = pm.sample(draws=int(draws), random_seed=random_seed, var_names=keep, **sample_kwargs)
         self.draws = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
         keep_groups = {g: getattr(idata, g) for g in ("posterior", "sample_stats") if g in idata.groups()}

@@ -98,9 +98,34 @@ def test_release_charges_once_and_states_both_stages(tmp_path):
     assert "epsilon_2 = 1.2" in str(pymc_dp.report(idata))
 
 
-def test_it_warns_that_it_is_experimental():
+def test_it_samples_with_a_dense_mass_matrix_unless_told_otherwise(monkeypatch):
+    import pymc as pm
+
+    model, domains = one_covariate(n=40)
+    mech = pymc_dp.noisy_statistics(model, epsilon=2.0, data=domains, refine=0.6, ledger=None)
+    seen = []
+    real = pm.sample
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("init"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", spy)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # PyMC's "experimental" warning is not passed on
+        mech.sample(50, tune=50, chains=1, random_seed=0)
+    mech.sample(50, tune=50, chains=1, random_seed=0, init="adapt_diag")
+    assert seen == ["jitter+adapt_full", "adapt_diag"]
+
+
+def test_it_no_longer_warns_of_undercoverage():
+    import warnings
+
     model, domains = one_covariate()
-    with pytest.warns(UserWarning, match="experimental.*undercover"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
         pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, refine=0.5, ledger=None)
 
 
@@ -161,13 +186,14 @@ def test_statistical_audit_catches_halved_stage_two_noise():
 
 def test_recommend_mentions_two_stages_where_the_first_can_set_a_narrow_band():
     """From public facts only: the band the first stage's noise alone would set, against the
-    outcome's half-range (gallery linear regression, n = 300, outcome on [-2, 6]). Mentioned,
-    not proposed: the two-stage posterior's calibration is not established."""
+    outcome's half-range (gallery linear regression, n = 300, outcome on [-2, 6]): proposed in
+    options there, and not where the first stage's noise is too large."""
     from examples.gallery import glm_linear
 
     model = glm_linear.build(glm_linear.make_data(300))
     rec = pymc_dp.recommend(model, epsilon=10.0, data=glm_linear.DOMAINS)
-    assert rec.path == "noisy_statistics" and rec.options == {}
-    assert "two-stage release (refine=0.6)" in rec.reason and "undercover" in rec.reason
-    assert "two-stage" not in pymc_dp.recommend(model, epsilon=1.0, data=glm_linear.DOMAINS).reason
-    assert "two-stage" not in pymc_dp.recommend(model, epsilon=10.0, delta=1e-6, data=glm_linear.DOMAINS).reason
+    assert rec.path == "noisy_statistics" and rec.options == {"refine": 0.6}
+    assert "two stages (refine=0.6)" in rec.reason and "calibrated" in rec.reason
+    for other in (pymc_dp.recommend(model, epsilon=1.0, data=glm_linear.DOMAINS),
+                  pymc_dp.recommend(model, epsilon=10.0, delta=1e-6, data=glm_linear.DOMAINS)):
+        assert "two stages" not in other.reason and other.options == {}
