@@ -40,6 +40,7 @@ reads factors through the region context); :mod:`pymc_dp.oscillation` dispatches
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from dataclasses import dataclass
@@ -288,8 +289,6 @@ class RunTimeContamination:
         """The certificate of the release on contaminated data, stated for the original data:
         ``epsilon`` amplified; ``amplification`` keeps the rate, ``g`` and the epsilon on the
         contaminated data (the per-draw and composition fields are the contaminated data's)."""
-        import dataclasses
-
         amplification = {"p": self.p, "container": self.container, "g": self.g.describe(),
                          "epsilon_contaminated": float(certificate.epsilon)}
         return dataclasses.replace(certificate, epsilon=amplified_epsilon(certificate.epsilon, self.p),

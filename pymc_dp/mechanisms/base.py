@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from pymc_dp.ledger import Ledger
+from pymc_dp.ledger import Ledger, Spend
 from pymc_dp.privacy_report import DEFAULT_CONFIDENCE, DEFAULT_MAX_DIAGNOSTIC_ROWS, report_release
 
 __all__ = ["Mechanism", "build_model", "charge"]
@@ -96,6 +96,10 @@ class Mechanism(abc.ABC):
         if isinstance(self._ledger_arg, str):
             self._ledger_arg = Ledger()
         return self._ledger_arg
+
+    def spent(self) -> Spend | None:
+        """What the ledger has recorded for this mechanism's private data (None: no ledger)."""
+        return None if self.ledger is None else self.ledger.spent(self.dataset_id)
 
     @abc.abstractmethod
     def sample(self, draws: int | None = None, *, random_seed: Any = None, **kwargs: Any):

@@ -62,7 +62,7 @@ from pymc_dp.certification import check_containers
 from pymc_dp.chunks import check_values, summed
 from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
-from pymc_dp.ledger import Ledger, Spend
+from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
 from pymc_dp.mechanisms.noise import (
     continuous_gaussian,
@@ -534,10 +534,6 @@ class NoisyStatistics(Mechanism):
             )
         self.joint = {"K": K, "attained": attained, "d": d, "l2": K2}
         return stats, sens, scales, derivation
-
-    # ------------------------------------------------------------------ ledger
-    def spent(self) -> Spend | None:
-        return None if self.ledger is None else self.ledger.spent(self.dataset_id)
 
     # ------------------------------------------------------------------ the private step
     def _true_statistics(self, values: Mapping[str, Any]) -> dict[str, float]:

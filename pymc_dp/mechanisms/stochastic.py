@@ -217,32 +217,30 @@ class StochasticPosterior(Mechanism):
     # ------------------------------------------------------------------ release
     def _public(self) -> dict:
         g, t = self.guarantee, self.theorem
+        composition = (f"{self.draws} draws: optimal composition of (eps, delta)-DP mechanisms, "
+                       "delta = 1 - (1 - delta_d)^N (1 - delta_pure(epsilon))")
         if g["certificate"] == "exact profile":
             theorem = {} if t is None else {
                 "theorem's bound (not used: larger)": f"({t['epsilon_per_draw']:.6g}, {t['delta_per_draw']:.6g}) per draw, "
                 f"delta {t['delta_total']:.6g} for the release; eta* = {t['eta_star']:.6g} outside Theta_L of {self.var} "
                 f"= {t['region']}, truncated-mode eps0 {t['eps0']:.6g}"}
-            return self._public_common({
-                "mode": "stochastic-Lipschitz (no truncation); certificate: the exact privacy profile",
-                "epsilon per draw": g["epsilon_per_draw"], "delta per draw": g["delta_per_draw"],
-                "neighbouring pairs of posteriors enumerated": g["pairs"],
-                **theorem,
-                "derivation": ("one draw: delta_d = the largest exact hockey-stick divergence H_{e^eps_d} over every "
-                               "pair of posteriors two neighbouring datasets give (the posterior depends on the data "
-                               "through their sum only; docs/theory/stochastic_lipschitz.md, 'The exact profile'); "
-                               f"{self.draws} draws: optimal composition of (eps, delta)-DP mechanisms, "
-                               "delta = 1 - (1 - delta_d)^N (1 - delta_pure(epsilon))"),
-            })
+            how = {"neighbouring pairs of posteriors enumerated": g["pairs"], **theorem,
+                   "derivation": ("one draw: delta_d = the largest exact hockey-stick divergence H_{e^eps_d} over every "
+                                  "pair of posteriors two neighbouring datasets give (the posterior depends on the data "
+                                  "through their sum only; docs/theory/stochastic_lipschitz.md, 'The exact profile'); "
+                                  + composition)}
+            certificate = "the exact privacy profile"
+        else:
+            how = {"truncated-mode eps0 of the region": g["eps0"],
+                   f"region Theta_L of {self.var} (used in the proof only)": g["region"],
+                   "eta* = sup over datasets of the posterior mass outside Theta_L": g["eta_star"],
+                   "prior mass outside Theta_L (not a bound on delta)": g["prior_mass_outside"],
+                   "derivation": ("one draw: xi(A|x) <= e^eps0/(1-eta*) xi(A|y) + eta* "
+                                  "(docs/theory/stochastic_lipschitz.md); " + composition)}
+            certificate = "the theorem's bound"
         return self._public_common({
-            "mode": "stochastic-Lipschitz (no truncation); certificate: the theorem's bound",
-            "epsilon per draw": g["epsilon_per_draw"], "delta per draw": g["delta_per_draw"],
-            "truncated-mode eps0 of the region": g["eps0"],
-            f"region Theta_L of {self.var} (used in the proof only)": g["region"],
-            "eta* = sup over datasets of the posterior mass outside Theta_L": g["eta_star"],
-            "prior mass outside Theta_L (not a bound on delta)": g["prior_mass_outside"],
-            "derivation": ("one draw: xi(A|x) <= e^eps0/(1-eta*) xi(A|y) + eta* (docs/theory/stochastic_lipschitz.md); "
-                           f"{self.draws} draws: optimal composition of (eps, delta)-DP mechanisms, "
-                           "delta = 1 - (1 - delta_d)^N (1 - delta_pure(epsilon))"),
+            "mode": f"stochastic-Lipschitz (no truncation); certificate: {certificate}",
+            "epsilon per draw": g["epsilon_per_draw"], "delta per draw": g["delta_per_draw"], **how,
         })
 
     def _public_common(self, guarantee: dict) -> dict:

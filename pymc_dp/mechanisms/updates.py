@@ -32,7 +32,7 @@ from pymc_dp.certification import check_budget as _check_budget
 from pymc_dp.certification import check_containers
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
-from pymc_dp.ledger import Ledger, Spend
+from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.bayesnet import BayesNet, read_bayesnet
 from pymc_dp.mechanisms.noise import (
@@ -104,10 +104,6 @@ class PosteriorUpdates(Mechanism):
         self.private_data = PrivateData.from_model(model, self.domains, unit)
         #: the ledger's name of the dataset (as PrivateModel's: the same data share one budget)
         self.dataset_id = self.private_data.fingerprint
-
-    # ------------------------------------------------------------------ ledger
-    def spent(self) -> Spend | None:
-        return None if self.ledger is None else self.ledger.spent(self.dataset_id)
 
     def _data(self) -> dict[str, np.ndarray]:
         """The private data. Read only inside a charged release (or by an audit)."""
