@@ -236,6 +236,10 @@ def apply(data: np.ndarray, p: float, g: Contaminant, rng: np.random.Generator |
     p = float(p)
     if not 0.0 < p < 1.0:
         raise PrivacyError(f"contamination rate p={p} must lie in (0, 1).")
+    if not isinstance(g, Contaminant):
+        raise UnsupportedFactorError(
+            f"apply: g={g!r} is not a Contaminant; build it with pymc_dp.rules.contamination.contaminant_of(family, "
+            "params), or let contaminate(..., at_run_time=True) do it from a pm.<Dist>.dist(...).")
     rng = np.random.default_rng(np.random.SeedSequence()) if rng is None else rng
     x = np.array(data, dtype=float, copy=True)
     replaced = rng.random(x.shape) < p

@@ -75,6 +75,10 @@ def test_apply_replaces_each_record_with_probability_p_by_a_draw_of_g():
     assert np.all(np.abs(out[replaced] - 100) < 6)
     # by default from the operating system's entropy: two calls differ
     assert not np.array_equal(apply(x, 0.1, far), apply(x, 0.1, far))
+    with pytest.raises(UnsupportedFactorError, match="g=.*not a Contaminant"):
+        apply(x, 0.1, pm.Cauchy.dist(0, 1))
+    with pytest.raises(pdp.PrivacyError, match="p=1.5"):
+        apply(x, 1.5, far)
 
 
 # --------------------------------------------------------------------------- the certificate
