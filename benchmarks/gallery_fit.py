@@ -23,8 +23,7 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-import pymc as pm  # noqa: E402
-from gallery_report import flat_params, run_cases, sds_apart  # noqa: E402
+from gallery_report import flat_params, reference_posterior, run_cases, sds_apart  # noqa: E402
 
 import pymc_dp  # noqa: E402
 from examples.gallery.try_all import cases  # noqa: E402
@@ -54,11 +53,7 @@ def run_case(label, mod, builder, n) -> dict:
             m = re.search(r"effective sample size (\d+)", cert.split_objective)
             entry["reference_ess"] = int(m.group(1)) if m else None
         if reference is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                idata = pm.sample(model=model, draws=1000, chains=4, random_seed=0, progressbar=False,
-                                  compute_convergence_checks=False)
-            reference = flat_params(idata.posterior, free)
+            reference, row["reference"] = reference_posterior(model, free)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             released = pmod.sample(chains=1, random_seed=1, progressbar=False)
