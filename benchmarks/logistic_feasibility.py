@@ -21,7 +21,6 @@ notebook's), it measures:
   mean would show (a noise-aware one is centred about the same point and wider). A noisy
   information can be indefinite; its eigenvalues are floored at 1e-3 of the largest, and where
   the noise still dominates the steps diverge (the large numbers at n = 300);
-  about the same point and wider);
 * **the noise floor** of that path: one stage at the exact MAP with all of epsilon, so no
   pilot error is left, only the noise;
 * **posterior sampling** (:func:`pymc_dp.make_private`) in a box of ``+- t`` reference sds per
