@@ -64,8 +64,8 @@ def run_case(label, mod, builder, n) -> dict:
 
 
 def markdown(rows) -> str:
-    lines = ["| model | n | sds apart, optimised (median / max) | sds apart, fit (median / max) | fit reference ESS | prior mass kept, optimised / fit |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| model | n | sds apart, optimised (median / max) | sds apart, fit (median / max) | fit reference ESS | prior mass kept, optimised / fit | reference R-hat |",
+             "|---|---|---|---|---|---|---|"]
 
     def cell(e, key):
         if "refused" in e:
@@ -78,7 +78,9 @@ def markdown(rows) -> str:
         if "refused" in o and "refused" in f:
             continue
         mass = " / ".join(f"{e['prior_mass_kept']:.3g}" if "prior_mass_kept" in e else "—" for e in (o, f))
-        lines.append(f"| {r['model']} | {r['n'] or 919} | {cell(o, 'o')} | {cell(f, 'f')} | {f.get('reference_ess', '—')} | {mass} |")
+        ref = r.get("reference")
+        rhat = "—" if not ref else f"{ref['rhat']:.3g}" + ("" if ref["how"] == "pm.sample" else ", from the MAP")
+        lines.append(f"| {r['model']} | {r['n'] or 919} | {cell(o, 'o')} | {cell(f, 'f')} | {f.get('reference_ess', '—')} | {mass} | {rhat} |")
     return "\n".join(lines)
 
 
