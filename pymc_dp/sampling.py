@@ -212,16 +212,21 @@ class _ShortTraceFilter(logging.Filter):
 
 @contextlib.contextmanager
 def without_short_trace_warning():
-    """Silence that one warning of PyMC's sampler logger for one call, nothing else.
+    """Silence the two warnings about short runs for one call, nothing else.
 
-    A context manager: inside it, PyMC's "Only N samples per chain. Reliable r-hat ..." warning
-    is filtered out (short runs are intended where it is used).
+    A context manager: inside it, PyMC's "Only N samples per chain. Reliable r-hat ..." log
+    record and ArviZ's "More chains (c) than draws (d)" warning are filtered out. Short runs are
+    intended where it is used (a release of 2 draws on 2 chains keeps 1 draw per chain), and
+    the arrays are laid out ``(chain, draw)`` by construction, which is what ArviZ's shape
+    guess doubts.
     """
     logger = logging.getLogger("pymc.sampling.mcmc")
     flt = _ShortTraceFilter()
     logger.addFilter(flt)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"More chains \(\d+\) than draws \(\d+\)", category=UserWarning)
+            yield
     finally:
         logger.removeFilter(flt)
 

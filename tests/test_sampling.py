@@ -1,5 +1,7 @@
 """run_mcmc: only posterior draws leave it, and every chain starts inside Theta_L (default NUTS)."""
 
+import warnings
+
 import numpy as np
 import pytensor
 import pytest
@@ -123,3 +125,18 @@ def test_var_names_cannot_trim_what_the_release_needs(pmods):
     assert set(post.data_vars) == {"p"}
     c = pmod.certification.constraints[0]
     assert np.all(c.contains({"p": post["p"].values.reshape(-1, 3)}))
+
+
+def test_one_draw_per_chain_raises_no_shape_warning(pmods):
+    """A release of as many draws as chains (1 per chain) is intended: ArviZ's "More chains
+    than draws" shape guess is silenced inside run_mcmc, and the layout is (chain, draw)."""
+    pmod = pmods["linear"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        posterior = run_mcmc(pmod.model, **{**RUN, "draws_per_chain": 1}, initvals=pmod.certification.initvals)
+    assert not [w for w in caught if "More chains" in str(w.message)]
+    assert posterior.sizes["chain"] == 2 and posterior.sizes["draw"] == 1
+    with warnings.catch_warnings(record=True) as after:
+        warnings.simplefilter("always")
+        warnings.warn("More chains (2) than draws (1). Passed array should have shape (chains, draws, *shape)", UserWarning)
+    assert after, "the filter must not outlive the call"
