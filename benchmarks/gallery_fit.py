@@ -23,7 +23,7 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from gallery_report import flat_params, reference_posterior, run_cases, sds_apart  # noqa: E402
+from gallery_report import REFERENCE_HOW, flat_params, reference_posterior, run_cases, sds_apart  # noqa: E402
 
 import pymc_dp  # noqa: E402
 from examples.gallery.try_all import cases  # noqa: E402
@@ -79,7 +79,7 @@ def markdown(rows) -> str:
             continue
         mass = " / ".join(f"{e['prior_mass_kept']:.3g}" if "prior_mass_kept" in e else "—" for e in (o, f))
         ref = r.get("reference")
-        rhat = "—" if not ref else f"{ref['rhat']:.3g}" + ("" if ref["how"] == "pm.sample" else ", from the MAP")
+        rhat = "—" if not ref else f"{ref['rhat']:.3f}" + REFERENCE_HOW[ref["how"]] + ("" if ref["converged"] else ": not converged, no distance")
         lines.append(f"| {r['model']} | {r['n'] or 919} | {cell(o, 'o')} | {cell(f, 'f')} | {f.get('reference_ess', '—')} | {mass} | {rhat} |")
     return "\n".join(lines)
 
@@ -96,11 +96,15 @@ def write(rows) -> None:
 def main(argv):
     """``gallery_fit.py [model ...]``: run (every model: write the results); ``gallery_fit.py
     --from LOG ...``: write the results from the JSON rows earlier runs printed (a run cut short
-    by a time limit, then the models it did not reach)."""
+    by a time limit, then the models it did not reach; a model run again replaces its row)."""
     if argv[:1] == ["--from"]:
-        rows = [json.loads(line) for path in argv[1:] for line in open(path) if line.startswith("{")]
-        order = [label for label, *_ in cases()]
-        rows.sort(key=lambda r: order.index(r["model"]))
+        latest = {}  # the last row of each model wins (a full run, then models run again)
+        for path in argv[1:]:
+            for line in open(path):
+                if line.startswith("{"):
+                    row = json.loads(line)
+                    latest[row["model"]] = row
+        rows = [latest[label] for label, *_ in cases() if label in latest]
         write(rows)
         print(markdown(rows))
         return

@@ -73,17 +73,22 @@ def sds_apart(released, reference):
 
 #: the reference posterior is used only when every parameter's rank-normalised R-hat is below this
 RHAT_MAX = 1.01
+#: how the table says the reference was drawn (after its R-hat)
+REFERENCE_HOW = {"pm.sample": "", "pm.sample, 3000 tuning steps, target_accept 0.95": ", longer tuning",
+                 "pm.sample from the MAP, dense mass matrix": ", from the MAP"}
 
 
 def reference_posterior(model, free):
     """The non-private posterior every distance is measured against, and how it was sampled.
 
-    ``pm.sample`` (4 chains x 1000 draws, PyMC's default initialisation). Where a chain did not
-    converge (largest R-hat above :data:`RHAT_MAX`) it is sampled again from the MAP with a dense
-    mass matrix: in the logistic regression on uncentred covariates (hours up to 99, age² up to
-    81) chains started by jitter from the prior sit where the likelihood is flat, and before
-    2026-11-26 the table measured distances against such a reference (R-hat 2.3-3.2). A reference
-    that still fails is reported as such, and its distances are not used.
+    ``pm.sample`` (4 chains x 1000 draws, PyMC's defaults). Where it does not converge (largest
+    rank-normalised R-hat at or above :data:`RHAT_MAX`) it is sampled again with 3000 tuning
+    steps and ``target_accept=0.95`` (a hierarchy's funnel), then from the MAP with a dense mass
+    matrix (in the logistic regression on uncentred covariates, hours up to 99 and age² up to
+    81, chains started by jitter from the prior sit where the likelihood is flat: before
+    2026-11-26 the table measured distances against such a reference, R-hat 2.3-3.2). The first
+    attempt that converges is the reference. Where none does, the attempt with the smallest
+    R-hat is reported, as not converged, and no distance is measured against it.
     """
     import arviz as az
 
@@ -95,14 +100,23 @@ def reference_posterior(model, free):
         rhat = float(max(np.nanmax(np.asarray(az.rhat(idata.posterior, var_names=[name])[name])) for name in free))
         return idata, rhat
 
-    idata, rhat = draw()
-    how = "pm.sample"
-    if not rhat < RHAT_MAX:
+    def from_map():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = pm.find_MAP(model=model, progressbar=False)
-        idata, rhat = draw(initvals={name: start[name] for name in free}, init="adapt_full")
-        how = "pm.sample from the MAP, dense mass matrix"
+        return draw(initvals={name: start[name] for name in free}, init="adapt_full")
+
+    attempts = [("pm.sample", draw),
+                ("pm.sample, 3000 tuning steps, target_accept 0.95", lambda: draw(tune=3000, target_accept=0.95)),
+                ("pm.sample from the MAP, dense mass matrix", from_map)]
+    best = None
+    for how, attempt in attempts:
+        idata, rhat = attempt()
+        if best is None or rhat < best[2]:
+            best = (how, idata, rhat)
+        if rhat < RHAT_MAX:
+            break
+    how, idata, rhat = best
     info = {"rhat": round(rhat, 4), "how": how, "converged": rhat < RHAT_MAX}
     return (flat_params(idata.posterior, free) if info["converged"] else None), info
 
@@ -173,7 +187,7 @@ def markdown(rows) -> str:
     for r in rows:
         a, b = r.get("draws=10", {}), r.get("draws=1", {})
         ref = r.get("reference")
-        rhat = "" if not ref else (fmt(ref["rhat"]) + ("" if ref["how"] == "pm.sample" else ", from the MAP")
+        rhat = "" if not ref else (f"{ref['rhat']:.3f}" + REFERENCE_HOW[ref["how"]]
                                    + ("" if ref["converged"] else ": not converged, no distance"))
         if "refused" in a:
             first = a["refused"].split(". To do")[0]
@@ -217,6 +231,19 @@ def run_cases(run_case, chosen) -> list[dict]:
 
 
 def main(argv):
+    """``gallery_report.py [model ...]``: run (every model: write the results);
+    ``gallery_report.py --from LOG ...``: write the results from the JSON rows earlier runs
+    printed, the last row of each model winning (a full run, then models run again)."""
+    if argv[:1] == ["--from"]:
+        latest = {}
+        for path in argv[1:]:
+            for line in open(path):
+                if line.startswith("{"):
+                    row = json.loads(line)
+                    latest[row["model"]] = row
+        order = [label for label, *_ in cases()]
+        write([latest[label] for label in order if label in latest], final=set(order) <= set(latest))
+        return
     chosen = set(argv)
     rows = run_cases(run_case, chosen)
     write(rows, final=not chosen)
