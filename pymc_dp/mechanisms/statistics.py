@@ -345,6 +345,39 @@ def _noise_free_model(model: pm.Model, factors: Sequence[StatisticsFactor], doma
 
 
 # =========================================================================== the mechanism
+#: chains whose rank-normalised R-hat reaches this disagree (ArviZ's and Vehtari et al.'s threshold)
+RHAT_WARN = 1.01
+
+
+def warn_if_chains_disagree(posterior, names) -> float | None:
+    """Warn when the chains of a noise-aware posterior disagree; return the largest R-hat.
+
+    The noise-aware posterior is post-processing of the released statistics, so its draws, and
+    diagnostics computed from them, are public; but a posterior whose chains did not converge
+    is not the posterior the release describes. ``pm.sample``'s own checks are off here (they
+    print to the log), so the release says it: a ``UserWarning`` naming the variables, with the
+    remedy (more ``tune``, more chains; further draws are free). With one chain, or chains too
+    short for R-hat (fewer than 4 draws), nothing is said.
+    """
+    import arviz as az
+
+    if posterior.sizes.get("chain", 1) < 2 or posterior.sizes.get("draw", 0) < 4:
+        return None
+    rhat = az.rhat(posterior, var_names=list(names))
+    worst = {name: float(np.nanmax(np.asarray(rhat[name]))) for name in names if name in rhat}
+    largest = max(worst.values(), default=1.0)
+    if largest >= RHAT_WARN:
+        bad = ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items(), key=lambda kv: -kv[1]) if v >= RHAT_WARN)
+        warnings.warn(
+            f"the chains of the noise-aware posterior disagree (R-hat {bad}; below {RHAT_WARN} is expected): these "
+            "draws may not be the posterior the release describes. Sample again with more tune= (e.g. 2000) and "
+            "chains; the noisy statistics are already released, so further draws cost no privacy.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return largest
+
+
 class NoisyStatistics(Mechanism):
     """Laplace-noised sufficient statistics, released once, and noise-aware posterior draws.
 
@@ -610,6 +643,7 @@ class NoisyStatistics(Mechanism):
                 warnings.filterwarnings("ignore", message="QuadPotentialFullAdapt is an experimental feature")
             idata = pm.sample(draws=int(draws), random_seed=random_seed, var_names=keep, **sample_kwargs)
         self.draws = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
+        warn_if_chains_disagree(idata.posterior, [v.name for v in self.model.free_RVs])
         keep_groups = {g: getattr(idata, g) for g in ("posterior", "sample_stats") if g in idata.groups()}
         release = {
             "chains": int(idata.posterior.sizes["chain"]),

@@ -327,3 +327,26 @@ def test_recommend_falls_back_to_posterior_sampling_with_the_reason():
         pm.Bernoulli("lik", logit_p=w * xd, observed=yd)
     rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()})
     assert rec.path == "make_private" and "'lik'" in rec.reason and rec.variance_inflation == {}
+
+
+def test_a_release_warns_when_its_chains_disagree():
+    """warn_if_chains_disagree: silent on agreeing chains, a UserWarning naming the variable
+    (largest R-hat first) when one chain sits elsewhere, nothing for one chain."""
+    import warnings
+
+    import xarray as xr
+
+    from pymc_dp.mechanisms.statistics import RHAT_WARN, warn_if_chains_disagree
+
+    rng = np.random.default_rng(0)
+    agree = xr.Dataset({"a": (("chain", "draw"), rng.normal(size=(4, 400))),
+                        "b": (("chain", "draw", "b_dim_0"), rng.normal(size=(4, 400, 2)))})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert warn_if_chains_disagree(agree, ["a", "b"]) < RHAT_WARN
+    assert not caught
+    apart = agree.copy(deep=True)
+    apart["b"][3, :, 1] += 3.0  # one chain of one element elsewhere
+    with pytest.warns(UserWarning, match=r"R-hat b [0-9.]+;.*more tune="):
+        assert warn_if_chains_disagree(apart, ["a", "b"]) > 1.3
+    assert warn_if_chains_disagree(apart.isel(chain=[0]), ["a", "b"]) is None
