@@ -194,6 +194,23 @@ def test_recommend_mentions_two_stages_where_the_first_can_set_a_narrow_band():
     rec = pymc_dp.recommend(model, epsilon=10.0, data=glm_linear.DOMAINS)
     assert rec.path == "noisy_statistics" and rec.options == {"refine": 0.6}
     assert "two stages (refine=0.6)" in rec.reason and "calibrated" in rec.reason
+    assert "Caution" not in rec.reason  # one covariate
     for other in (pymc_dp.recommend(model, epsilon=1.0, data=glm_linear.DOMAINS),
                   pymc_dp.recommend(model, epsilon=10.0, delta=1e-6, data=glm_linear.DOMAINS)):
         assert "two stages" not in other.reason and other.options == {}
+
+
+def test_recommend_cautions_two_stages_with_several_covariates_and_few_records():
+    """The diabetes comparison (3 covariates in [-1, 1], outcome in [-1, 1], 309 records, epsilon
+    10) is where two stages served worse than one: the proposal says so (public facts only: the
+    number of covariates and of records), and at 1000 records it does not."""
+    rng = np.random.default_rng(0)
+    for n, cautioned in ((309, True), (1000, False)):
+        with pm.Model() as model:
+            Xd = pm.Data("X", rng.uniform(-1, 1, (n, 3)))
+            yd = pm.Data("y", rng.uniform(-0.5, 0.5, n))
+            w = pm.Normal("w", 0.0, 1.0, shape=3)
+            pm.Normal("obs", mu=pm.Normal("intercept", 0.0, 1.0) + Xd @ w, sigma=pm.HalfNormal("sigma", 1.0), observed=yd)
+        rec = pymc_dp.recommend(model, epsilon=10.0, data={"X": pymc_dp.Box(-1.0, 1.0), "y": pymc_dp.Interval(-1.0, 1.0)})
+        assert rec.options == {"refine": 0.6}
+        assert ("Caution: with 3 covariates" in rec.reason) is cautioned
