@@ -23,7 +23,7 @@ import warnings
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from gallery_report import REFERENCE_HOW, flat_params, reference_posterior, run_cases, sds_apart  # noqa: E402
+from gallery_report import REFERENCE_HOW, flat_params, latest_rows, reference_posterior, run_cases, sds_apart  # noqa: E402
 
 import pymc_dp  # noqa: E402
 from examples.gallery.try_all import cases  # noqa: E402
@@ -98,12 +98,7 @@ def main(argv):
     --from LOG ...``: write the results from the JSON rows earlier runs printed (a run cut short
     by a time limit, then the models it did not reach; a model run again replaces its row)."""
     if argv[:1] == ["--from"]:
-        latest = {}  # the last row of each model wins (a full run, then models run again)
-        for path in argv[1:]:
-            for line in open(path):
-                if line.startswith("{"):
-                    row = json.loads(line)
-                    latest[row["model"]] = row
+        latest = latest_rows(argv[1:])
         rows = [latest[label] for label, *_ in cases() if label in latest]
         write(rows)
         print(markdown(rows))

@@ -36,6 +36,7 @@ import pymc as pm  # noqa: E402
 
 import pymc_dp  # noqa: E402
 from examples.gallery.try_all import cases  # noqa: E402  (label, module, builder, n) per model
+from pymc_dp.sampling import rhat_by_variable  # noqa: E402
 
 EPSILON = 10.0
 RESULTS = os.path.join(os.path.dirname(__file__), "results", "gallery.json")
@@ -54,21 +55,29 @@ def flat_params(dataset, names):
 
 
 def gaps_by_parameter(released, reference):
-    """How many reference sds each released mean lies from the reference mean, by parameter."""
+    """How many reference sds each released mean lies from the reference mean, by parameter
+    (empty when the non-private posterior did not converge: no distance is measured)."""
     if reference is None:
         return {}
-    return {key: round(float(abs(np.mean(released[key]) - np.mean(ref)) / np.std(ref)), 3)
+    return {key: float(abs(np.mean(released[key]) - np.mean(ref)) / np.std(ref))
             for key, ref in reference.items() if key in released and np.std(ref) > 0}
 
 
 def sds_apart(released, reference):
-    if reference is None:  # the non-private posterior did not converge: no distance is measured
-        return float("nan"), float("nan")
-    gaps = []
-    for key, ref in reference.items():
-        if key in released and np.std(ref) > 0:
-            gaps.append(abs(np.mean(released[key]) - np.mean(ref)) / np.std(ref))
+    gaps = list(gaps_by_parameter(released, reference).values())
     return (float(np.median(gaps)), float(np.max(gaps))) if gaps else (float("nan"), float("nan"))
+
+
+def latest_rows(paths) -> dict:
+    """The JSON rows printed by earlier runs (``--from LOG ...``), the last row of each model
+    winning (a full run, then models run again)."""
+    latest = {}
+    for path in paths:
+        for line in open(path):
+            if line.startswith("{"):
+                row = json.loads(line)
+                latest[row["model"]] = row
+    return latest
 
 
 #: the reference posterior is used only when every parameter's rank-normalised R-hat is below this
@@ -90,15 +99,12 @@ def reference_posterior(model, free):
     attempt that converges is the reference. Where none does, the attempt with the smallest
     R-hat is reported, as not converged, and no distance is measured against it.
     """
-    import arviz as az
-
     def draw(**kwargs):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             idata = pm.sample(model=model, draws=1000, chains=4, random_seed=0, progressbar=False,
                               compute_convergence_checks=False, **kwargs)
-        rhat = float(max(np.nanmax(np.asarray(az.rhat(idata.posterior, var_names=[name])[name])) for name in free))
-        return idata, rhat
+        return idata, max(rhat_by_variable(idata.posterior, free).values(), default=float("nan"))
 
     def from_map():
         with warnings.catch_warnings():
@@ -160,7 +166,7 @@ def run_case(label, mod, builder, n):
             names = [n_ for n_ in free if n_ in released.posterior]
             flat = flat_params(released.posterior, names)
             entry["sds_apart"] = sds_apart(flat, reference)
-            entry["sds_apart_by_parameter"] = gaps_by_parameter(flat, reference)
+            entry["sds_apart_by_parameter"] = {k: round(v, 3) for k, v in gaps_by_parameter(flat, reference).items()}
         except pymc_dp.PrivacyError as exc:
             entry["release_refused"] = f"{type(exc).__name__}: {str(exc)[:200]}"
         if draws == 10 and "release_refused" not in entry:
@@ -235,12 +241,7 @@ def main(argv):
     ``gallery_report.py --from LOG ...``: write the results from the JSON rows earlier runs
     printed, the last row of each model winning (a full run, then models run again)."""
     if argv[:1] == ["--from"]:
-        latest = {}
-        for path in argv[1:]:
-            for line in open(path):
-                if line.startswith("{"):
-                    row = json.loads(line)
-                    latest[row["model"]] = row
+        latest = latest_rows(argv[1:])
         order = [label for label, *_ in cases()]
         write([latest[label] for label in order if label in latest], final=set(order) <= set(latest))
         return

@@ -60,6 +60,12 @@ OUT = os.path.join(os.path.dirname(__file__), "results", "logistic_feasibility")
 NAMES = ["Intercept", "age", "age2", "educ", "hours"]
 
 
+def information(Z, c):
+    """The Fisher information ``sum sigma'(z'c) z z'`` of the logistic likelihood at ``c``."""
+    p = expit(Z @ c)
+    return Z.T @ (Z * (p * (1 - p))[:, None])
+
+
 def problem(n: int):
     """Scaled design, outcome, the map ``c = A b`` from the model's coefficients to the scaled
     ones, the prior precision on ``c``, and the reference (MAP, covariance) on ``b``."""
@@ -80,11 +86,10 @@ def problem(n: int):
         return -(y @ eta - np.logaddexp(0.0, eta).sum()) + 0.5 * c @ P @ c
 
     c_map = minimize(negative_log_posterior, np.zeros(k), method="BFGS", options={"gtol": 1e-8}).x
-    p = expit(Z @ c_map)
-    H = Z.T @ (Z * (p * (1 - p))[:, None]) + P
+    H = information(Z, c_map) + P
     Ainv = np.linalg.inv(A)
     cov_b = Ainv @ np.linalg.inv(H) @ Ainv.T
-    return dict(Z=Z, y=y, A=A, Ainv=Ainv, P=P, c_map=c_map, b_map=Ainv @ c_map, sd_b=np.sqrt(np.diag(cov_b)), cov_b=cov_b,
+    return dict(Z=Z, y=y, A=A, Ainv=Ainv, P=P, c_map=c_map, b_map=Ainv @ c_map, sd_b=np.sqrt(np.diag(cov_b)), cov_b=cov_b, H_map=H,
                 info_eigenvalues=np.linalg.eigvalsh(H - P), X_max=np.max(np.abs(np.vstack([lo, hi])), axis=0),
                 X_lo=lo, X_hi=hi, X_mean=X.mean(axis=0), X_sd=X.std(axis=0))
 
@@ -98,7 +103,7 @@ def newton_stage(pr, rng, c, eps, score_share):
     iu = np.triu_indices(k)
     E = np.zeros((k, k))
     E[iu] = rng.laplace(0.0, INFO_SPAN / ((1 - score_share) * eps), len(iu[0]))
-    info = Z.T @ (Z * (p * (1 - p))[:, None]) + E + np.triu(E, 1).T + P
+    info = information(Z, c) + E + np.triu(E, 1).T + P
     val, vec = np.linalg.eigh(info)  # a noisy information can be indefinite: floor its eigenvalues
     val = np.maximum(val, 1e-3 * val.max())
     return c + vec @ (vec.T @ (score - P @ c) / val)
@@ -164,8 +169,7 @@ def run(n: int, rng) -> dict:
         row["newton"][f"noise floor (one stage at the exact MAP), score share {share}"] = summarise(np.array(floor))
     # the ideal of that path: the information exact and free, all of epsilon on the score at the
     # L1 change a pair of records attains (8, tests/test_logistic_feasibility.py), from the MAP
-    p = expit(pr["Z"] @ pr["c_map"])
-    H = pr["Z"].T @ (pr["Z"] * (p * (1 - p))[:, None]) + pr["P"]
+    H = pr["H_map"]
     ideal = [distances(pr, pr["c_map"] + np.linalg.solve(H, rng.laplace(0.0, ATTAINED_SCORE_SPAN / EPSILON, H.shape[0])))
              for _ in range(RELEASES)]
     row["newton"]["ideal: information exact and free, all of epsilon on the score (L1 change 8), at the MAP"] = summarise(np.array(ideal))

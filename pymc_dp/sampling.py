@@ -189,6 +189,26 @@ def run_mcmc(
     return posterior_only(posterior, model)
 
 
+def rhat_by_variable(posterior: xr.Dataset, names) -> dict[str, float]:
+    """The largest rank-normalised R-hat (Vehtari et al. 2021, as :func:`arviz.rhat` computes it)
+    of each variable in ``names`` that ``posterior`` holds; a coordinate that is constant (R-hat
+    NaN) is skipped, and a variable with no finite R-hat is left out. Empty with one chain."""
+    import arviz as az
+
+    names = [n for n in names if n in posterior.data_vars]
+    if not names or posterior.sizes.get("chain", 1) < 2:
+        return {}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # a constant coordinate: R-hat is NaN, skipped
+        rhat = az.rhat(posterior[names])
+    out = {}
+    for n in names:
+        v = np.asarray(rhat[n].values, float)
+        if v.size and np.any(np.isfinite(v)):
+            out[n] = float(np.nanmax(v))
+    return out
+
+
 def starts_at_initvals(model, kwargs: Mapping[str, Any]) -> bool:
     """Whether :func:`run_mcmc` with these keywords starts every chain exactly at the initial
     values (no jitter): PyMC's NUTS with ``init="adapt_diag"`` (the default here behind an

@@ -140,3 +140,16 @@ def test_one_draw_per_chain_raises_no_shape_warning(pmods):
         warnings.simplefilter("always")
         warnings.warn("More chains (2) than draws (1). Passed array should have shape (chains, draws, *shape)", UserWarning)
     assert after, "the filter must not outlive the call"
+
+
+def test_rhat_by_variable_skips_constant_coordinates_and_single_chains():
+    from pymc_dp.sampling import rhat_by_variable
+
+    rng = np.random.default_rng(0)
+    post = xr.Dataset({"a": (("chain", "draw"), rng.normal(size=(4, 300))),
+                       "c": (("chain", "draw"), np.ones((4, 300))),  # constant: R-hat NaN, left out
+                       "v": (("chain", "draw", "v_dim_0"), np.stack([rng.normal(size=(4, 300)), np.ones((4, 300))], -1))})
+    post["a"][0] += 5.0
+    got = rhat_by_variable(post, ["a", "c", "v", "missing"])
+    assert set(got) == {"a", "v"} and got["a"] > 1.5 and got["v"] < 1.05
+    assert rhat_by_variable(post.isel(chain=[0]), ["a"]) == {}

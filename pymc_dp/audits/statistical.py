@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 
 import numpy as np
 from scipy import special as sc
 
 from pymc_dp.audits.result import AuditError, Witness, frozen_copy
+from pymc_dp.sampling import rhat_by_variable
 
 
 # =========================================================================== Clopper-Pearson
@@ -190,18 +190,10 @@ DIVERGENT_MAX = 0.01
 def _mixing(idata, released) -> dict:
     """Worst rank-normalised R-hat over the released coordinates (Vehtari et al. 2021, as
     :func:`arviz.rhat` computes it), and the fraction of divergent transitions."""
-    import arviz as az
-
-    names = [n for n in idata.posterior.data_vars if n in released]
     worst, where = 1.0, None
-    if names and idata.posterior.sizes["chain"] > 1:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore", RuntimeWarning)  # a constant coordinate: R-hat is NaN, skipped
-            rhat = az.rhat(idata.posterior[names])
-        for n in names:
-            v = np.asarray(rhat[n].values, float)
-            if v.size and np.any(np.isfinite(v)) and np.nanmax(v) > worst:
-                worst, where = float(np.nanmax(v)), n
+    for n, r in rhat_by_variable(idata.posterior, [n for n in idata.posterior.data_vars if n in released]).items():
+        if r > worst:
+            worst, where = r, n
     div = idata.sample_stats["diverging"] if "diverging" in getattr(idata, "sample_stats", {}) else None
     divergent = float(np.mean(div.values)) if div is not None else 0.0
     return {"rhat": worst, "worst": where, "divergent": divergent,

@@ -76,6 +76,7 @@ from pymc_dp.mechanisms.noise import (
 )
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.release import check_ledger, ledger_state, publish
+from pymc_dp.sampling import rhat_by_variable
 from pymc_dp.units import Users, as_unit, describe_unit
 from pymc_dp.version import software_versions
 
@@ -359,12 +360,9 @@ def warn_if_chains_disagree(posterior, names) -> float | None:
     remedy (more ``tune``, more chains; further draws are free). With one chain, or chains too
     short for R-hat (fewer than 4 draws), nothing is said.
     """
-    import arviz as az
-
     if posterior.sizes.get("chain", 1) < 2 or posterior.sizes.get("draw", 0) < 4:
         return None
-    rhat = az.rhat(posterior, var_names=list(names))
-    worst = {name: float(np.nanmax(np.asarray(rhat[name]))) for name in names if name in rhat}
+    worst = rhat_by_variable(posterior, names)
     largest = max(worst.values(), default=1.0)
     if largest >= RHAT_WARN:
         bad = ", ".join(f"{k} {v:.3g}" for k, v in sorted(worst.items(), key=lambda kv: -kv[1]) if v >= RHAT_WARN)
