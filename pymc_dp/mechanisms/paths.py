@@ -260,8 +260,17 @@ def _recommend_regression(mech, epsilon: float) -> Recommendation:
     )
     band = _noise_band(mech, REFINE)
     half = (mech.regression.y_range[1] - mech.regression.y_range[0]) / 2.0
+    covariates = len(mech.regression.features)
     options = {}
-    if band is not None and band < half / 2.0:
+    if band is not None and band < half / 2.0 and covariates > 1 and n < MEASURED_ROWS:
+        reason += (
+            f". Not released in two stages: the first stage's noise alone would set a residual band of about +-{band:.3g}, "
+            f"but with {covariates} covariates and {n} records its noisy Z'Z may not locate the fit, and two stages then "
+            f"serve worse than one (3 covariates, 309 records: every first stage fell back, docs/mechanisms.md, 'Where it "
+            f"fails'); two stages are proposed with one covariate, or from {MEASURED_ROWS} records, where they were measured "
+            "to help. refine= remains available"
+        )
+    elif band is not None and band < half / 2.0:
         options = {"refine": REFINE}
         reason += (
             f". Released in two stages (refine={REFINE:g}): at epsilon_1 = {(1 - REFINE) * float(epsilon):g} the first "
@@ -270,17 +279,14 @@ def _recommend_regression(mech, epsilon: float) -> Recommendation:
             "closer to the non-private posterior (calibrated: 0.915 of 0.90 over 120 datasets at epsilon = 5, "
             "benchmarks/results/calibration.md)"
         )
-        if len(mech.regression.features) > 1 and n < 1000:
-            reason += (
-                f". Caution: with {len(mech.regression.features)} covariates and {n} records the first stage's noisy Z'Z "
-                "can miss the fit, and two stages then serve worse than one (docs/mechanisms.md, 'Where it fails'): "
-                "heed the release's R-hat warning, and compare with the one-stage release"
-            )
     return Recommendation("noisy_statistics", reason, inflation, options)
 
 
 #: the second stage's share that :func:`recommend` proposes for a regression
 REFINE = 0.6
+#: with more than one covariate, two stages are proposed from this many records (measured to help
+#: with 2 covariates at 1000 records, benchmarks/calibration.py; to hurt with 3 at 309)
+MEASURED_ROWS = 1000
 
 
 def _noise_band(mech, refine: float) -> float | None:

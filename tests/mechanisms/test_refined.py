@@ -81,6 +81,34 @@ def test_first_stage_fit_is_least_squares_and_the_band_three_residual_sds():
     assert wide[0] > band[0]
 
 
+def test_a_nearly_singular_first_stage_falls_back_instead_of_a_wild_fit():
+    # a noisy Z'Z whose covariate block is nearly 0: least squares puts the slope at 10^6; the
+    # fit's delta-method error then reaches past max |y|, so the first stage falls back to b = 0
+    model, domains = one_covariate(n=200, seed=2)
+    mech = RefinedRegression(model, epsilon=1.0, data=domains, refine=0.5, ledger=None)
+    reg = mech.regression
+    one = np.array([0.0, 1e-6, 3.0, 10.0, 150.0])  # sum z, sum z^2, sum z y, sum y, sum y^2
+    b, band = first_stage_fit(reg, one[None, :], np.array(list(mech.noise_scales.values())), 200)
+    assert np.all(b == 0.0) and band[0] == pytest.approx(max(abs(v) for v in reg.y_range))
+
+
+def test_a_first_stage_that_misses_falls_back_to_the_outcome_unclipped():
+    model, domains = one_covariate(n=30, seed=1)
+    mech = RefinedRegression(model, epsilon=1.0, data=domains, refine=0.5, ledger=None)
+    reg = mech.regression
+    y_reach = max(abs(reg.y_range[0]), abs(reg.y_range[1]))
+    # a noisy residual sum of squares of the order of n y_reach^2: the band would exceed max |y|
+    one = np.array([1.0, 2.0, 1.0, 3.0, 30 * y_reach**2 * 5])
+    b, band = first_stage_fit(reg, one[None, :], np.array(list(mech.noise_scales.values())), 30)
+    assert band[0] == pytest.approx(y_reach) and np.all(b == 0.0)
+    arrays = {"x": np.asarray(model["x"].get_value()), "y": np.asarray(model["y"].get_value())}
+    two = stage_two_values(reg, arrays, b, band)[0]
+    full = regression_statistics(reg, arrays)  # r = y - centre: Z'y, sum y, y'y again, unclipped
+    assert two == pytest.approx([full[2], full[3], full[4]], rel=1e-12)
+    # and the privacy map at that band is still epsilon_2 (stage two's spans scale with B)
+    assert mech._scales_of(band)[0] == pytest.approx(np.array(list(mech.stage_two_scales(y_reach).values())))
+
+
 def test_release_charges_once_and_states_both_stages(tmp_path):
     model, domains = one_covariate(n=40)
     ledger = pymc_dp.Ledger(tmp_path / "l.sqlite", epsilon=3.0)
@@ -194,23 +222,24 @@ def test_recommend_mentions_two_stages_where_the_first_can_set_a_narrow_band():
     rec = pymc_dp.recommend(model, epsilon=10.0, data=glm_linear.DOMAINS)
     assert rec.path == "noisy_statistics" and rec.options == {"refine": 0.6}
     assert "two stages (refine=0.6)" in rec.reason and "calibrated" in rec.reason
-    assert "Caution" not in rec.reason  # one covariate
+    assert "Not released in two stages" not in rec.reason  # one covariate
     for other in (pymc_dp.recommend(model, epsilon=1.0, data=glm_linear.DOMAINS),
                   pymc_dp.recommend(model, epsilon=10.0, delta=1e-6, data=glm_linear.DOMAINS)):
         assert "two stages" not in other.reason and other.options == {}
 
 
-def test_recommend_cautions_two_stages_with_several_covariates_and_few_records():
+def test_recommend_declines_two_stages_with_several_covariates_and_few_records():
     """The diabetes comparison (3 covariates in [-1, 1], outcome in [-1, 1], 309 records, epsilon
-    10) is where two stages served worse than one: the proposal says so (public facts only: the
-    number of covariates and of records), and at 1000 records it does not."""
+    10) is where two stages served worse than one: they are not proposed there, and the reason
+    says why (public facts only: the number of covariates and of records); at 1000 records they are."""
     rng = np.random.default_rng(0)
-    for n, cautioned in ((309, True), (1000, False)):
+    for n, declined in ((309, True), (1000, False)):
         with pm.Model() as model:
             Xd = pm.Data("X", rng.uniform(-1, 1, (n, 3)))
             yd = pm.Data("y", rng.uniform(-0.5, 0.5, n))
             w = pm.Normal("w", 0.0, 1.0, shape=3)
             pm.Normal("obs", mu=pm.Normal("intercept", 0.0, 1.0) + Xd @ w, sigma=pm.HalfNormal("sigma", 1.0), observed=yd)
         rec = pymc_dp.recommend(model, epsilon=10.0, data={"X": pymc_dp.Box(-1.0, 1.0), "y": pymc_dp.Interval(-1.0, 1.0)})
-        assert rec.options == {"refine": 0.6}
-        assert ("Caution: with 3 covariates" in rec.reason) is cautioned
+        assert rec.path == "noisy_statistics"
+        assert rec.options == ({} if declined else {"refine": 0.6})
+        assert ("Not released in two stages: " in rec.reason and "with 3 covariates and 309 records" in rec.reason) is declined
