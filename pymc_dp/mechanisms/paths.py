@@ -2,7 +2,8 @@
 
 :func:`noisy_statistics` builds the mechanism that fits the model (noisy counts with an exact
 posterior for a discrete network with Beta / Dirichlet priors, noisy sufficient statistics of
-iid families, or of a Normal linear regression on private covariates). :func:`recommend` says,
+iid families, of a Normal linear regression on private covariates, or private Newton steps for
+a logistic regression). :func:`recommend` says,
 from public facts only, whether that path or posterior sampling (:func:`pymc_dp.make_private`)
 is expected to serve the model better. Both sit above the three mechanisms they choose among.
 """
@@ -21,6 +22,7 @@ from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import build_model
 from pymc_dp.mechanisms.counts import NoisyCounts
+from pymc_dp.mechanisms.logistic import NoisyLogistic, is_logistic
 from pymc_dp.mechanisms.refined import RefinedRegression
 from pymc_dp.mechanisms.regression import NoisyRegression
 from pymc_dp.mechanisms.statistics import NoisyStatistics, ReadsPrivateCovariates
@@ -41,6 +43,7 @@ def noisy_statistics(
     ledger: Ledger | None | str = "default",
     weights: Mapping[str, float] | None = None,
     refine: float | None = None,
+    stages: Sequence[tuple[float, float]] | None = None,
 ) -> NoisyStatistics:
     """Noise-aware inference on noisy sufficient statistics (:mod:`pymc_dp.mechanisms.statistics`, :mod:`pymc_dp.mechanisms.counts`, :mod:`pymc_dp.mechanisms.regression`).
 
@@ -50,7 +53,9 @@ def noisy_statistics(
         A model whose private ``pm.Data`` containers are each observed by one factor of a
         supported family (Bernoulli, Binomial, Poisson, Normal) with parameters shared by every
         record, or a discrete network with Beta / Dirichlet priors whose parameters are gathered
-        by at most one private class variable (Dirichlet-Categorical, naive Bayes). Never mutated.
+        by at most one private class variable (Dirichlet-Categorical, naive Bayes), or a Normal
+        (linear) or Bernoulli with an ``invlogit`` link (logistic) regression on private
+        covariates. Never mutated.
     epsilon : float
         The budget of the one release of the statistics (every later draw is free).
     data : dict of str to Domain
@@ -90,6 +95,12 @@ def noisy_statistics(
         given): with PyMC's diagonal one its intervals undercovered (0.84 of 0.90); with the dense
         one they cover 0.915 (120 datasets at epsilon = 5, ``benchmarks/results/calibration.md``).
         :func:`recommend` proposes it where the first stage can set a narrow band.
+    stages : sequence of (float, float), optional
+        Logistic regressions only: the plan of the private Newton steps
+        (:class:`~pymc_dp.mechanisms.logistic.NoisyLogistic`), ``(score share, information
+        share)`` of ``epsilon`` per stage, shares summing to 1 (default
+        :data:`~pymc_dp.mechanisms.logistic.DEFAULT_STAGES`: five stages, the last two releasing
+        the score only).
 
     Returns
     -------
@@ -101,6 +112,12 @@ def noisy_statistics(
     """
     model = build_model(model)
     kwargs = dict(epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
+    if is_logistic(model, data):  # a Bernoulli with an invlogit link: private Newton steps
+        if refine is not None:
+            raise UnsupportedFactorError("refine= is for a Normal linear regression; a logistic regression's plan is stages=.")
+        return NoisyLogistic(model, delta=delta, weights=weights, stages=stages, **kwargs)
+    if stages is not None:
+        raise UnsupportedFactorError("stages= is the plan of a logistic regression's private Newton steps; this model is not one.")
     if refine is not None:  # two stages: a linear regression only (read_regression refuses the rest, by name)
         return RefinedRegression(model, delta=delta, weights=weights, refine=refine, **kwargs)
     if weights is not None:  # per-statistic shares: the statistics paths
@@ -190,6 +207,8 @@ def recommend(
         return _recommend_counts(mech, epsilon, random_seed)
     if hasattr(mech, "regression"):  # the covariates are private: no prior predictive of them
         return _recommend_regression(mech, epsilon)
+    if isinstance(mech, NoisyLogistic):
+        return _recommend_logistic(mech, epsilon)
     inflation = {}
     prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
                                        var_names=[f.name for f in mech.factors])
@@ -281,6 +300,37 @@ def _recommend_regression(mech, epsilon: float) -> Recommendation:
         )
     return Recommendation("noisy_statistics", reason, inflation, options)
 
+
+def _recommend_logistic(mech, epsilon: float) -> Recommendation:
+    """A logistic regression's advice from public facts only: private Newton steps from
+    ``n epsilon >= NEWTON_N_EPSILON`` records x budget, posterior sampling below.
+
+    The threshold is measured, not derived: on the gallery's census regression (age and age²
+    nearly collinear: the hardest direction has 1/1000 of the largest information) 98% of
+    releases at ``n epsilon = 3.3e5`` land within 2 posterior sds for every coefficient, 28% at
+    ``1e5`` and none at ``3e4`` (``benchmarks/gallery_logistic.py``); the covariates' spread,
+    which decides it, is private."""
+    n = mech.rows[mech.logistic.y]
+    budget = n * float(epsilon)
+    if budget >= NEWTON_N_EPSILON:
+        reason = (
+            f"the private data enter a logistic regression: private Newton steps release its score and Fisher information "
+            f"at public iterates ({len(mech.stages)} stages), and the posterior given the last noisy score has its noise "
+            f"in the model; with n epsilon = {budget:.3g} >= {NEWTON_N_EPSILON:.3g} they were measured to land within 2 "
+            "posterior sds of the non-private posterior (census data, benchmarks/results/gallery_logistic.md), where one "
+            "posterior draw from a truncated prior does not"
+        )
+        return Recommendation("noisy_statistics", reason, {})
+    reason = (
+        f"private Newton steps apply (a logistic regression), but with n epsilon = {budget:.3g} < {NEWTON_N_EPSILON:.3g} "
+        "their noise dominates the score (on the census data they missed by hundreds of sds at n epsilon = 3e4); "
+        "posterior sampling with a truncated prior serves better there"
+    )
+    return Recommendation("make_private", reason, {})
+
+
+#: n x epsilon from which :func:`recommend` proposes private Newton steps for a logistic regression
+NEWTON_N_EPSILON = 3e5
 
 #: the second stage's share that :func:`recommend` proposes for a regression
 REFINE = 0.6

@@ -76,7 +76,9 @@ class _Feature:
         return name if self.center == 0 else f"({name}{-self.center:+g})"
 
 
-def _coordinate_range(domain: Domain, name: str, column: int, width: int) -> tuple[float, float, float | None]:
+def coordinate_range(domain: Domain, name: str, column: int, width: int) -> tuple[float, float, float | None]:
+    """``(lo, hi, radius)`` of column ``column`` of a ``width``-wide container's rows over its
+    domain (``radius``: the Ball's, else None); a typed refusal for other domains."""
     if isinstance(domain, Ball):
         return -domain.radius, domain.radius, domain.radius
     if isinstance(domain, Box):
@@ -204,7 +206,7 @@ def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regressi
         if t.rec_ndim > 1 or len(shapes[t.container]) != 1 + t.rec_ndim:
             raise UnsupportedFactorError(f"factor {rv.name!r}: covariate container {t.container!r} must be a vector or a matrix.")
         for j in range(width):
-            lo, hi, ball = _coordinate_range(domains[t.container], t.container, j, width)
+            lo, hi, ball = coordinate_range(domains[t.container], t.container, j, width)
             features.append(_Feature(t.container, j if t.rec_ndim else -1, lo, hi, ball))
         coefs.append((t.container, t.coef, width))
     unread = sorted(set(domains) - {y} - {f.container for f in features})

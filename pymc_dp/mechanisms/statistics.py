@@ -327,18 +327,23 @@ def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[Statis
 
 
 def _noise_free_model(model: pm.Model, factors: Sequence[StatisticsFactor], domains) -> tuple[pm.Model, dict]:
-    """A new model: the user's, without its private factors and containers (never mutated)."""
+    """A new model: the user's, without its private factors and containers, and without the
+    Deterministics that read them (a logistic regression's ``p``: never released). Never mutated."""
     from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
 
+    from pymc_dp.factors import private_ancestors
+
     fg, _ = fgraph_from_model(model)
-    drop = {f.name for f in factors} | set(domains)
+    private = {v: v.name for v in model.data_vars if v.name in domains}
+    drop = {f.name for f in factors} | set(domains) | {d.name for d in model.deterministics if private_ancestors(d, private)}
     for i in reversed(range(len(fg.outputs))):
         if fg.outputs[i].name in drop:
             fg.remove_output(i)
     new = model_from_fgraph(fg, mutate_fgraph=True)
     replace = {}
     for v in model.free_RVs + model.deterministics:
-        replace[v] = new[v.name]
+        if v.name not in drop:
+            replace[v] = new[v.name]
     for v in model.data_vars:
         if v.name not in domains:
             replace[v] = new[v.name]
@@ -630,7 +635,8 @@ class NoisyStatistics(Mechanism):
             raise ValueError(f"draws={draws!r} must be an integer >= 1")
         charged_now = self.released is None
         model = self.noise_aware_model()
-        keep = [v.name for v in self.model.free_RVs + self.model.deterministics]
+        # what the noise-free model kept: the free RVs and the Deterministics that read no private data
+        keep = [v.name for v in self.model.free_RVs + self.model.deterministics if v.name in self._noise_free.named_vars]
         sample_kwargs.setdefault("progressbar", False)
         sample_kwargs.setdefault("compute_convergence_checks", False)
         dense = self.default_init is not None and "init" not in sample_kwargs

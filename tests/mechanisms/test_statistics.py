@@ -276,14 +276,14 @@ def test_dask_array_is_summed_block_by_block():
 
 
 # --------------------------------------------------------------------------- refusals
-def test_refuses_a_logistic_regression_on_private_covariates():
-    """A Normal regression on private covariates has its own path (test_regression.py); a
-    Bernoulli one has none."""
+def test_refuses_a_probit_regression_on_private_covariates():
+    """A Normal regression on private covariates has its own path (test_regression.py), and so
+    has a logistic one (test_logistic.py); a probit one has none."""
     with pm.Model() as model:
         xd = pm.Data("x", np.linspace(0, 1, 10))
         yd = pm.Data("y", np.arange(10) % 2)
         w = pm.Normal("w")
-        pm.Bernoulli("lik", logit_p=w * xd, observed=yd)
+        pm.Bernoulli("lik", p=pm.math.invprobit(w * xd), observed=yd)
     with pytest.raises(UnsupportedFactorError, match="'lik'.*Normal likelihood.*make_private"):
         pymc_dp.noisy_statistics(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()}, ledger=None)
 
@@ -324,7 +324,7 @@ def test_recommend_falls_back_to_posterior_sampling_with_the_reason():
         xd = pm.Data("x", np.linspace(0, 1, 10))
         yd = pm.Data("y", np.arange(10) % 2)
         w = pm.Normal("w")
-        pm.Bernoulli("lik", logit_p=w * xd, observed=yd)
+        pm.Bernoulli("lik", p=pm.math.invprobit(w * xd), observed=yd)
     rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()})
     assert rec.path == "make_private" and "'lik'" in rec.reason and rec.variance_inflation == {}
 

@@ -1,0 +1,273 @@
+"""Private Newton steps for a logistic regression (pymc_dp.mechanisms.logistic).
+
+Checked against exact computations: each stage's privacy loss over a grid of one record's
+changes (score and information, rotated and not: at most the stage's epsilon, and attained
+within a stated factor); the walk replayed from its outputs alone (post-processing); with the
+noise gone, the steps reach the mode of the posterior they approximate; the noise-aware posterior
+against the Laplace approximation; the statistical audit, which catches a halved score noise;
+the release record, the ledger and the refusals.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit
+
+import pymc_dp
+from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
+from pymc_dp.mechanisms.logistic import NoisyLogistic, scaled_design, score_information
+from pymc_dp.mechanisms.noise import continuous_laplace
+
+DOMAINS = {"X": pymc_dp.Box(lo=[0.0, -2.0], hi=[1.0, 3.0]), "y": pymc_dp.Binary()}
+
+
+def two_covariates(n=40, seed=0, link="logit_p", intercept=True):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.uniform(0, 1, n), rng.uniform(-2, 3, n)])
+    y = (rng.random(n) < expit(-0.5 + 1.5 * X[:, 0] - 0.8 * X[:, 1])).astype(np.int64)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        w = pm.Normal("w", 0.0, 2.0, shape=2)
+        eta = Xd @ w
+        if intercept:
+            eta = pm.Normal("a", 0.0, 2.0) + eta
+        if link == "logit_p":
+            pm.Bernoulli("obs", logit_p=eta, observed=yd)
+        elif link == "p":
+            p = pm.Deterministic("p", pm.math.invlogit(eta))
+            pm.Bernoulli("obs", p=p, observed=yd)
+        else:
+            pm.Bernoulli("obs", p=pm.math.invprobit(eta), observed=yd)
+    return model
+
+
+def mechanism(n=40, **kwargs):
+    return NoisyLogistic(two_covariates(n), epsilon=kwargs.pop("epsilon", 2.0), data=DOMAINS, ledger=None, **kwargs)
+
+
+# --------------------------------------------------------------------------- reading
+@pytest.mark.parametrize("link", ["logit_p", "p"])
+def test_reads_the_logit_and_maps_the_coefficients_to_the_scaled_design(link):
+    mech = NoisyLogistic(two_covariates(link=link), epsilon=1.0, data=DOMAINS, ledger=None)
+    lg = mech.logistic
+    assert lg.intercept and lg.dimension == 3
+    assert lg.center == pytest.approx([0.5, 0.5]) and lg.half == pytest.approx([0.5, 2.5])
+    # eta = a + w'x = c0 + c'z with z = (x - center) / half: the same logit at every record
+    a, w = 0.3, np.array([1.2, -0.7])
+    from pytensor.graph.replace import graph_replace
+
+    expr = graph_replace(mech._coefficient_vector(), {mech.model["a"]: np.float64(a), mech.model["w"]: w}, strict=False)
+    c = expr.eval()
+    X = np.asarray(mech.model["X"].get_value())
+    Z = scaled_design(lg, {"X": X})
+    assert Z @ c == pytest.approx(a + X @ w)
+    assert np.all(np.abs(Z) <= 1.0 + 1e-12)
+
+
+def test_without_an_intercept_the_covariates_are_scaled_not_centred():
+    mech = NoisyLogistic(two_covariates(intercept=False), epsilon=1.0, data=DOMAINS, ledger=None)
+    assert not mech.logistic.intercept and mech.logistic.dimension == 2
+    assert mech.logistic.center == pytest.approx([0.0, 0.0]) and mech.logistic.half == pytest.approx([1.0, 3.0])
+
+
+def test_refusals():
+    with pytest.raises(UnsupportedFactorError, match="invlogit"):
+        NoisyLogistic(two_covariates(link="probit"), epsilon=1.0, data=DOMAINS, ledger=None)
+    with pytest.raises(DomainError, match="Binary"):
+        NoisyLogistic(two_covariates(), epsilon=1.0, data={**DOMAINS, "y": pymc_dp.Integers(0, 2)}, ledger=None)
+    with pytest.raises(NotImplementedError, match="Box"):
+        NoisyLogistic(two_covariates(), epsilon=1.0, data={**DOMAINS, "X": pymc_dp.Ball(4.0)}, ledger=None)
+    for kwargs, match in (({"delta": 1e-6}, "delta"), ({"weights": {"a": 1.0}}, "weights"), ({"unit": "attribute"}, "attribute")):
+        with pytest.raises(NotImplementedError, match=match):
+            NoisyLogistic(two_covariates(), epsilon=1.0, data=DOMAINS, ledger=None, **kwargs)
+    for bad in ([(0.5, 0.4)], [(0.5, 0.0), (0.5, 0.0)], [(0.0, 1.0)], [], [(0.5, -0.5), (1.0, 0.0)], "x"):
+        with pytest.raises(PrivacyError, match="stages"):
+            NoisyLogistic(two_covariates(), epsilon=1.0, data=DOMAINS, ledger=None, stages=bad)
+    with pytest.raises(UnsupportedFactorError, match="refine"):
+        pymc_dp.noisy_statistics(two_covariates(), epsilon=1.0, data=DOMAINS, ledger=None, refine=0.5)
+
+
+def test_noisy_statistics_routes_a_logistic_regression_here():
+    mech = pymc_dp.noisy_statistics(two_covariates(), epsilon=1.0, data=DOMAINS, ledger=None, stages=[(0.5, 0.5)])
+    assert isinstance(mech, NoisyLogistic) and mech.stages == ((0.5, 0.5),)
+    with pm.Model() as normal:
+        pm.Normal("obs", pm.Normal("m", 0, 1), 1.0, observed=pm.Data("y", np.zeros(3)))
+    with pytest.raises(UnsupportedFactorError, match="stages"):
+        pymc_dp.noisy_statistics(normal, epsilon=1.0, data={"y": pymc_dp.Interval(-1, 1)}, ledger=None, stages=[(1.0, 0.0)])
+
+
+# --------------------------------------------------------------------------- privacy maps
+def _records(lg, per_axis=7):
+    """Covariate rows over the declared box (a grid with its corners)."""
+    axes = [np.linspace(f.lo, f.hi, per_axis) for f in lg.features]
+    return np.array(list(itertools.product(*axes)))
+
+
+def _max_loss(terms, scales):
+    """The largest sum_j |t_j(a) - t_j(b)| / s_j over every pair of records' terms."""
+    return np.max(np.abs(terms[:, None, :] - terms[None, :, :]) @ (1.0 / scales))
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2])
+def test_each_stages_loss_over_one_record_is_its_epsilon(stage):
+    """For a public iterate, basis and weights (stage 0: the plain coordinates; stage 1: the
+    score rotated; stage 2: the information too), the loss of the score's and the information's
+    release over every pair of records on a grid is at most its epsilon, and a pair attains a
+    good part of it (the bounds take sup |r| and sup sigma' over the box separately)."""
+    mech = mechanism()
+    lg = mech.logistic
+    rng = np.random.default_rng(stage)
+    D = lg.dimension
+    c = rng.normal(0.0, 1.5, (1, D))
+    A = rng.normal(size=(D, D))
+    H = (A @ A.T + np.diag([0.1, 5.0, 40.0])[:D, :D])[None]  # a public information estimate
+    X = _records(lg)
+    Z = scaled_design(lg, {"X": X})
+    iu = np.triu_indices(D)
+    for eps in (0.7, 2.0):
+        V, b = mech._score_scales(stage, c, None if stage == 0 else H, eps)
+        p = expit(Z @ c[0])
+        terms = np.concatenate([(y - p)[:, None] * (Z @ V[0]) for y in (0.0, 1.0)])
+        loss = _max_loss(terms, b[0])
+        assert loss <= eps * (1 + 1e-9)
+        assert loss >= 0.5 * eps
+        V, s = mech._information_scales(stage, c, None if stage == 0 else H, eps)
+        ZV = Z @ V[0]
+        a = p * (1 - p)
+        terms = np.array([(a_ * np.outer(z, z))[iu] for a_, z in zip(a, ZV)])
+        loss = _max_loss(terms, s[0])
+        assert loss <= eps * (1 + 1e-9)
+        assert loss >= 0.25 * eps
+
+
+def test_the_score_bound_uses_the_iterate():
+    """At c = 0 every residual y - sigmoid(0) is +-1/2: half the noise of a steep iterate."""
+    mech = mechanism()
+    D = mech.logistic.dimension
+    _, flat = mech._score_scales(0, np.zeros((1, D)), None, 1.0)
+    _, steep = mech._score_scales(0, np.full((1, D), 50.0), None, 1.0)
+    assert flat[0] == pytest.approx(steep[0] * expit(0.0) / expit(50.0 * 3), rel=1e-6)
+
+
+# --------------------------------------------------------------------------- the walk
+def test_the_walk_replays_from_its_outputs_alone():
+    mech = mechanism(n=60)
+    Z, y = mech._data(mech._values)
+    out, states = mech._walk(3, lambda c, V, info: score_information(Z, y, c, V, info),
+                             lambda s: continuous_laplace(np.zeros(s.shape), 1.0) * s)
+    again, replayed = mech._walk(3, outputs=out)
+    assert np.array_equal(again, out)
+    for a, b in zip(states, replayed):
+        for key in a:
+            assert np.allclose(a[key], b[key], rtol=0, atol=0, equal_nan=True), key
+
+
+def test_without_noise_the_steps_reach_the_mode_they_approximate():
+    """At a vanishing noise the walk is Newton's method on the log likelihood plus the prior's
+    Gaussian approximation: its last iterate is that objective's maximum."""
+    mech = NoisyLogistic(two_covariates(n=300, seed=3), epsilon=1e12, data=DOMAINS, ledger=None,
+                         stages=[(0.1, 0.1)] * 5)
+    Z, y = mech._data(mech._values)
+    _, states = mech._walk(1, lambda c, V, info: score_information(Z, y, c, V, info), lambda s: np.zeros(s.shape))
+    m, P = mech.prior_mean, mech.prior_precision
+
+    def objective(c):
+        eta = Z @ c
+        return -(y @ eta - np.logaddexp(0.0, eta).sum()) + 0.5 * (c - m) @ P @ (c - m)
+
+    best = minimize(objective, np.zeros(len(m)), method="BFGS", options={"gtol": 1e-10}).x
+    assert states[-1]["c"][0] == pytest.approx(best, abs=1e-5)
+
+
+# --------------------------------------------------------------------------- the release
+def test_release_charges_once_states_the_stages_and_withholds_what_reads_the_data(tmp_path):
+    ledger = pymc_dp.Ledger(tmp_path / "l.sqlite", epsilon=3.0)
+    model = two_covariates(n=200, link="p")
+    mech = pymc_dp.noisy_statistics(model, epsilon=2.0, data=DOMAINS, ledger=ledger)
+    idata = mech.sample(100, tune=200, chains=1, random_seed=0)
+    mech.sample(50, tune=100, chains=1, random_seed=1)  # post-processing: free
+    assert ledger.spent(mech.dataset_id).epsilon == pytest.approx(2.0)
+    assert set(idata.posterior.data_vars) == {"a", "w"}  # p reads the private covariates
+    rec = pymc_dp.record.read(idata)
+    assert rec["withheld"] == ["p"]
+    assert len(rec["newton"]["stages"]) == 5
+    shares = [s["epsilon_score"] + s["epsilon_information"] for s in rec["newton"]["stages"]]
+    assert sum(shares) == pytest.approx(2.0)
+    assert len(rec["released"]["statistics"]) == len(mech.output_names()) == 3 * 6 + 5 * 3
+    assert "Bernstein-von Mises" in rec["law"]["obs"]
+    assert "private Newton steps" in str(pymc_dp.report(idata))
+
+
+@pytest.mark.slow
+def test_the_noise_aware_posterior_is_the_laplace_approximation_when_the_noise_vanishes():
+    """At epsilon 1e6 the released score is the exact score: the posterior is then the
+    Bernstein-von Mises normal about the maximum-likelihood estimate, tempered by the prior,
+    which at n = 2000 matches the Laplace approximation of the exact posterior."""
+    model = two_covariates(n=2000, seed=5)
+    mech = NoisyLogistic(model, epsilon=1e6, data=DOMAINS, ledger=None)
+    idata = mech.sample(1000, tune=1000, chains=2, random_seed=2)
+    Z, y = mech._data(mech._values)
+    lg = mech.logistic
+    # the exact posterior's mode and curvature in c (the prior N(0, 2^2) on a and w, mapped to c)
+    A = np.zeros((3, 3))
+    A[0, 0], A[0, 1:], A[1:, 1:] = 1.0, lg.center, np.diag(lg.half)
+    P = np.linalg.inv(A @ (4.0 * np.eye(3)) @ A.T)
+
+    def objective(c):
+        eta = Z @ c
+        return -(y @ eta - np.logaddexp(0.0, eta).sum()) + 0.5 * c @ P @ c
+
+    c_hat = minimize(objective, np.zeros(3), method="BFGS", options={"gtol": 1e-10}).x
+    p = expit(Z @ c_hat)
+    cov_c = np.linalg.inv(Z.T @ (Z * (p * (1 - p))[:, None]) + P)
+    Ainv = np.linalg.inv(A)
+    mean_b, sd_b = Ainv @ c_hat, np.sqrt(np.diag(Ainv @ cov_c @ Ainv.T))
+    post = idata.posterior
+    got_mean = np.r_[post["a"].mean().item(), post["w"].mean(("chain", "draw")).values]
+    got_sd = np.r_[post["a"].std().item(), post["w"].std(("chain", "draw")).values]
+    assert np.all(np.abs(got_mean - mean_b) < 0.15 * sd_b)
+    assert got_sd == pytest.approx(sd_b, rel=0.12)
+
+
+# --------------------------------------------------------------------------- audit
+class HalvedScore(NoisyLogistic):
+    """The score released with half its noise: its stages are then 2 epsilon_s-DP."""
+
+    def _score_scales(self, t, c, H, eps):
+        V, b = super()._score_scales(t, c, H, eps)
+        return V, b / 2
+
+
+def _tiny(cls, **kwargs):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 4)
+    with pm.Model() as model:
+        xd, yd = pm.Data("x", x), pm.Data("y", np.array([0, 1, 1, 0]))
+        pm.Bernoulli("obs", logit_p=pm.Normal("a", 0, 1) + pm.Normal("b", 0, 1) * xd, observed=yd)
+    return cls(model, epsilon=1.0, data={"x": pymc_dp.Interval(-1, 1), "y": pymc_dp.Binary()}, ledger=None,
+               stages=[(0.6, 0.1), (0.3, 0.0)], **kwargs)
+
+
+def test_statistical_audit_passes():
+    res = pymc_dp.audit(_tiny(NoisyLogistic), runs=20_000, confidence=0.999, random_seed=0, max_pairs=200)
+    assert res.verdict == "pass", str(res)
+
+
+@pytest.mark.extended
+def test_statistical_audit_catches_halved_score_noise():
+    res = pymc_dp.audit(_tiny(HalvedScore), runs=40_000, confidence=0.999, random_seed=0, max_pairs=200)
+    assert res.verdict == "fail", str(res)
+    assert res.measured > 1.0
+
+
+# --------------------------------------------------------------------------- recommend
+def test_recommend_proposes_newton_steps_from_n_epsilon_3e5():
+    for n, path in ((200, "make_private"), (20_000, "noisy_statistics")):
+        rec = pymc_dp.recommend(two_covariates(n=n), epsilon=20.0, data=DOMAINS)
+        assert rec.path == path, rec.reason
+        assert "private Newton steps" in rec.reason
