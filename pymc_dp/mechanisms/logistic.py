@@ -90,7 +90,7 @@ from pymc_dp.chunks import CHUNK_ROWS, is_dask
 from pymc_dp.domains import Domain, Integers
 from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.mechanisms.noise import continuous_laplace
-from pymc_dp.mechanisms.regression import coordinate_range
+from pymc_dp.mechanisms.regression import read_linear_predictor
 from pymc_dp.mechanisms.statistics import FamilyStatistics, NoisyStatistics, StatisticsFactor
 from pymc_dp.units import describe_unit
 
@@ -172,7 +172,6 @@ def is_logistic(model: pm.Model, domains: Mapping[str, Domain]) -> bool:
 def read_logistic(model: pm.Model, domains: Mapping[str, Domain]) -> _Logistic:
     """The logistic regression of ``model``, or a typed refusal naming the factor."""
     from pymc_dp.factors import private_ancestors, strip_casts
-    from pymc_dp.predictor import NotAPredictor, analyse
 
     private = {v: v.name for v in model.data_vars if v.name in domains}
     shapes = {v.name: tuple(np.shape(v.get_value())) for v in private}
@@ -199,42 +198,15 @@ def read_logistic(model: pm.Model, domains: Mapping[str, Domain]) -> _Logistic:
             f"factor {rv.name!r}: its p must be pm.math.invlogit(linear predictor) (or logit_p=); other links are "
             "not implemented for private Newton steps. Use pymc_dp.make_private."
         )
-    try:
-        pred = analyse(eta, private, domains, {k: s[1:] for k, s in shapes.items()})
-    except NotAPredictor as err:
-        raise UnsupportedFactorError(f"factor {rv.name!r}: its logit is not a linear predictor of the covariates ({err}).") from None
-    if pred is None or pred.blocks or pred.ndim != 1 or pred.rax != 0 or not pred.linear:
-        raise UnsupportedFactorError(
-            f"factor {rv.name!r}: the logit must be offset + linear terms in private covariates (no tables indexed by "
-            "private labels, no products of covariates); private Newton steps of such predictors are not implemented."
-        )
-    if y in pred.containers:
-        raise UnsupportedFactorError(f"factor {rv.name!r} reads its own outcome {y!r} in its logit.")
-    offset = pred.offset
-    if offset is not None and (private_ancestors(offset, private) or (offset.type.ndim and not all(offset.type.broadcastable))):
-        raise UnsupportedFactorError(
-            f"factor {rv.name!r}: the offset of its logit differs between records (public covariates are not supported "
-            "by private Newton steps: declare them private with a domain)."
-        )
-    features, coefs = [], []
-    for t in pred.linear:
-        if not t.coef.type.broadcastable[0]:
-            raise UnsupportedFactorError(
-                f"factor {rv.name!r}: the coefficients of {t.container!r} differ between records (or their shape is not "
-                "known statically); private Newton steps need one coefficient per covariate."
+    offset, coefs, columns = read_linear_predictor(rv, eta, "logit", "private Newton steps", y, private, domains, shapes)
+    features = []
+    for container, column, lo, hi, ball in columns:
+        if ball is not None:
+            raise NotImplementedError(
+                f"the covariate container {container!r} is declared in a Ball; private Newton steps enumerate the "
+                "corners of a box: declare a Box (a Ball of radius r lies in Box(-r, r))."
             )
-        width = shapes[t.container][1] if t.rec_ndim else 1
-        if t.rec_ndim > 1 or len(shapes[t.container]) != 1 + t.rec_ndim:
-            raise UnsupportedFactorError(f"factor {rv.name!r}: covariate container {t.container!r} must be a vector or a matrix.")
-        for j in range(width):
-            lo, hi, ball = coordinate_range(domains[t.container], t.container, j, width)
-            if ball is not None:
-                raise NotImplementedError(
-                    f"the covariate container {t.container!r} is declared in a Ball; private Newton steps enumerate the "
-                    "corners of a box: declare a Box (a Ball of radius r lies in Box(-r, r))."
-                )
-            features.append(_Covariate(t.container, j if t.rec_ndim else -1, lo, hi))
-        coefs.append((t.container, t.coef, width))
+        features.append(_Covariate(container, column, lo, hi))
     if len(features) > MAX_COVARIATES:
         raise NotImplementedError(
             f"factor {rv.name!r} has {len(features)} covariates; private Newton steps enumerate the 2^F corners of the "
@@ -404,14 +376,19 @@ class NoisyLogistic(NoisyStatistics):
         """``(R, C, D)``: ``|V_jᵀz|`` at every corner."""
         return np.abs(np.einsum("cd,rdk->rck", self.corners, V))
 
+    def _basis(self, rotate: bool, c, H):
+        """``(curvatures, basis)``: the eigenpairs of the latest information plus the prior's
+        precision where the stage rotates, else ones and the plain coordinates."""
+        R, D = c.shape
+        if rotate:
+            return _floored_eigh(H + self.prior_precision)
+        return np.ones((R, D)), np.broadcast_to(np.eye(D), (R, D, D)).copy()
+
     def _information_scales(self, t: int, c, H, eps: float):
         """The basis and the ``(R, D(D+1)/2)`` Laplace scales of stage ``t``'s information."""
-        R, D = c.shape
+        D = c.shape[1]
         rotate = H is not None and t >= ROTATE_INFORMATION_FROM
-        if rotate:
-            lam, V = _floored_eigh(H + self.prior_precision)
-        else:
-            lam, V = np.ones((R, D)), np.broadcast_to(np.eye(D), (R, D, D)).copy()
+        lam, V = self._basis(rotate, c, H)
         eta = c @ self.corners.T  # (R, C)
         gap = np.where((eta.min(axis=1) <= 0) & (eta.max(axis=1) >= 0), 0.0, np.minimum(np.abs(eta.min(axis=1)), np.abs(eta.max(axis=1))))
         alpha = _sigmoid_slope(gap)  # (R,)
@@ -429,14 +406,10 @@ class NoisyLogistic(NoisyStatistics):
 
     def _score_scales(self, t: int, c, H, eps: float):
         """The basis and the ``(R, D)`` Laplace scales of stage ``t``'s score."""
-        R, D = c.shape
         rotate = H is not None and t >= ROTATE_SCORE_FROM
-        if rotate:
-            lam, V = _floored_eigh(H + self.prior_precision)
-        else:
-            V = np.broadcast_to(np.eye(D), (R, D, D)).copy()
+        lam, V = self._basis(rotate, c, H)
         proj = self._reach(V)  # (R, C, D)
-        w = np.cbrt(proj.max(axis=1) * lam) if rotate else np.ones((R, D))
+        w = np.cbrt(proj.max(axis=1) * lam) if rotate else np.ones_like(lam)
         w = np.where(w > 0, w, 1.0)
         rho = expit(np.abs(c @ self.corners.T).max(axis=1))  # (R,)
         T = 2.0 * rho * self.rows_per_unit * np.max(np.sum(proj / w[:, None, :], axis=2), axis=1) / eps

@@ -56,7 +56,7 @@ from pymc_dp.mechanisms.statistics import (
     square_span,
 )
 
-__all__ = ["NoisyRegression", "read_regression", "regression_design", "regression_statistics"]
+__all__ = ["NoisyRegression", "coordinate_range", "read_linear_predictor", "read_regression", "regression_design", "regression_statistics"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,10 +147,52 @@ class _Regression:
     y_range: tuple = ()  # the range of the centred outcome y - y_center
 
 
+def read_linear_predictor(rv, expr, what: str, path: str, y: str, private, domains, shapes):
+    """``(offset, coefficients, columns)`` of ``expr``, factor ``rv``'s ``what`` (its mean, its
+    logit), read as ``offset + linear terms in private covariates``: ``coefficients`` lists
+    ``(container, coefficient expression, record width)`` and ``columns`` ``(container, column,
+    lo, hi, radius)`` per covariate (column ``-1`` for a vector container). A typed refusal that
+    names the factor and ``path`` (the mechanism) otherwise."""
+    from pymc_dp.factors import private_ancestors
+    from pymc_dp.predictor import NotAPredictor, analyse
+
+    try:
+        pred = analyse(expr, private, domains, {k: s[1:] for k, s in shapes.items()})
+    except NotAPredictor as err:
+        raise UnsupportedFactorError(f"factor {rv.name!r}: its {what} is not a linear predictor of the covariates ({err}).") from None
+    if pred is None or pred.blocks or pred.ndim != 1 or pred.rax != 0 or not pred.linear:
+        raise UnsupportedFactorError(
+            f"factor {rv.name!r}: the {what} must be offset + linear terms in private covariates (no tables indexed "
+            f"by private labels, no products of covariates); {path} of such predictors are not implemented."
+        )
+    if y in pred.containers:
+        raise UnsupportedFactorError(f"factor {rv.name!r} reads its own outcome {y!r} in its {what}.")
+    offset = pred.offset
+    if offset is not None:
+        if private_ancestors(offset, private) or (offset.type.ndim and not all(offset.type.broadcastable)):
+            raise UnsupportedFactorError(
+                f"factor {rv.name!r}: the offset of its {what} differs between records (public covariates are not "
+                f"supported by {path}: declare them private with a domain)."
+            )
+    coefs, columns = [], []
+    for t in pred.linear:
+        if not t.coef.type.broadcastable[0]:
+            raise UnsupportedFactorError(
+                f"factor {rv.name!r}: the coefficients of {t.container!r} differ between records (or their shape "
+                f"is not known statically); {path} need one coefficient per covariate."
+            )
+        width = shapes[t.container][1] if t.rec_ndim else 1
+        if t.rec_ndim > 1 or len(shapes[t.container]) != 1 + t.rec_ndim:
+            raise UnsupportedFactorError(f"factor {rv.name!r}: covariate container {t.container!r} must be a vector or a matrix.")
+        for j in range(width):
+            columns.append((t.container, j if t.rec_ndim else -1, *coordinate_range(domains[t.container], t.container, j, width)))
+        coefs.append((t.container, t.coef, width))
+    return offset, coefs, columns
+
+
 def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regression:
     """The linear regression of ``model``, or a typed refusal naming the factor."""
     from pymc_dp.factors import private_ancestors, strip_casts
-    from pymc_dp.predictor import NotAPredictor, analyse
 
     private = {v: v.name for v in model.data_vars if v.name in domains}
     shapes = {v.name: tuple(np.shape(v.get_value())) for v in private}
@@ -175,40 +217,10 @@ def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regressi
     mu, sigma = rv.owner.op.dist_params(rv.owner)
     if private_ancestors(sigma, private) or (sigma.type.ndim and not all(sigma.type.broadcastable)):
         raise UnsupportedFactorError(f"factor {rv.name!r}: sigma must be one value for every record, reading no private data.")
-    try:
-        pred = analyse(mu, private, domains, {k: s[1:] for k, s in shapes.items()})
-    except NotAPredictor as err:
-        raise UnsupportedFactorError(f"factor {rv.name!r}: its mean is not a linear predictor of the covariates ({err}).") from None
-    if pred is None or pred.blocks or pred.ndim != 1 or pred.rax != 0 or not pred.linear:
-        raise UnsupportedFactorError(
-            f"factor {rv.name!r}: the mean must be offset + linear terms in private covariates (no tables indexed "
-            "by private labels, no products of covariates); noisy statistics of such predictors are not implemented."
-        )
-    if y in pred.containers:
-        raise UnsupportedFactorError(f"factor {rv.name!r} reads its own outcome {y!r} in its mean.")
-    offset = pred.offset
-    if offset is not None:
-        if private_ancestors(offset, private) or (offset.type.ndim and not all(offset.type.broadcastable)):
-            raise UnsupportedFactorError(
-                f"factor {rv.name!r}: the offset of its mean differs between records (public covariates are not "
-                "supported by noisy statistics: declare them private with a domain)."
-            )
+    offset, coefs, columns = read_linear_predictor(rv, mu, "mean", "noisy statistics", y, private, domains, shapes)
     if not isinstance(domains[y], Interval):
         raise DomainError(f"the outcome {y!r} is declared {domains[y]}; declare Interval(lo, hi).")
-    features, coefs = [], []
-    for t in pred.linear:
-        if not t.coef.type.broadcastable[0]:
-            raise UnsupportedFactorError(
-                f"factor {rv.name!r}: the coefficients of {t.container!r} differ between records (or their shape "
-                "is not known statically); noisy statistics need one coefficient per covariate."
-            )
-        width = shapes[t.container][1] if t.rec_ndim else 1
-        if t.rec_ndim > 1 or len(shapes[t.container]) != 1 + t.rec_ndim:
-            raise UnsupportedFactorError(f"factor {rv.name!r}: covariate container {t.container!r} must be a vector or a matrix.")
-        for j in range(width):
-            lo, hi, ball = coordinate_range(domains[t.container], t.container, j, width)
-            features.append(_Feature(t.container, j if t.rec_ndim else -1, lo, hi, ball))
-        coefs.append((t.container, t.coef, width))
+    features = [_Feature(container, column, lo, hi, ball) for container, column, lo, hi, ball in columns]
     unread = sorted(set(domains) - {y} - {f.container for f in features})
     if unread:
         raise UnsupportedFactorError(f"private container(s) {unread} are not read by the regression {rv.name!r}.")
