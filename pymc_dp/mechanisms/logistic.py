@@ -257,19 +257,26 @@ def score_information(Z: np.ndarray, y: np.ndarray, c: np.ndarray, V: np.ndarray
     info = np.zeros((R, D, D)) if information else None
     for start in range(0, len(y), CHUNK_ROWS):
         z, yy = Z[start : start + CHUNK_ROWS], y[start : start + CHUNK_ROWS]
-        p = expit(c @ z.T)  # (R, rows)
-        score += (yy[None, :] - p) @ z
+        eta = c @ z.T  # (R, rows)
+        score += (yy[None, :] - expit(eta)) @ z
         if information:
-            info += np.einsum("rn,nd,ne->rde", p * (1.0 - p), z, z)
+            info += np.einsum("rn,nd,ne->rde", sigmoid_slope(eta), z, z)
     score = np.einsum("rd,rdk->rk", score, V)
     if information:
         info = np.einsum("rdj,rde,rek->rjk", V, info, V)
     return score, info
 
 
-def _sigmoid_slope(x):
-    p = expit(x)
-    return p * (1.0 - p)
+#: the least slope bound the information's map uses: a tiny ``alpha`` (an iterate far out, where
+#: every record's ``sigma'`` underflows) would give noise scales near 0, and a float rounding of the
+#: statistic then weighs more than the bound; the floor only adds noise
+SLOPE_FLOOR = 1e-12
+
+
+def sigmoid_slope(x):
+    """``sigma'(x) = sigma(x) sigma(-x)``, accurate in both tails (``p (1 - p)`` is 0 for
+    ``x > 37`` while ``sigma'(x)`` is 1e-17 there, and is not symmetric in float)."""
+    return expit(x) * expit(-x)
 
 
 def _floored_eigh(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -391,7 +398,8 @@ class NoisyLogistic(NoisyStatistics):
         lam, V = self._basis(rotate, c, H)
         eta = c @ self.corners.T  # (R, C)
         gap = np.where((eta.min(axis=1) <= 0) & (eta.max(axis=1) >= 0), 0.0, np.minimum(np.abs(eta.min(axis=1)), np.abs(eta.max(axis=1))))
-        alpha = _sigmoid_slope(gap)  # (R,)
+        # sigma' decreases in |z'c|; the margin covers a last-ulp rounding of the data's own slopes
+        alpha = np.maximum(sigmoid_slope(gap) * (1.0 + 1e-9), SLOPE_FLOOR)  # (R,)
         reach = self._reach(V).max(axis=1)  # (R, D)
         iu = np.triu_indices(D)
         factor = np.where(iu[0] == iu[1], 1.0, 2.0)

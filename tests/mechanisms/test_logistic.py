@@ -145,6 +145,28 @@ def test_each_stages_loss_over_one_record_is_its_epsilon(stage):
         assert loss >= 0.25 * eps
 
 
+def test_an_iterate_far_out_keeps_the_information_noisy():
+    """Where every record's slope underflows (|z'c| >= 40 over the whole box: a noisy step gone
+    far, as at small n), the information's bound must not collapse to 0: sigma'(-40) is 4e-18,
+    and p (1 - p) computed as 0 at +40 once set the noise scale to 1e-300. The loss over the
+    grid stays within epsilon, and the scale is at least the floor's."""
+    mech = mechanism()
+    lg = mech.logistic
+    D = lg.dimension
+    Z = scaled_design(lg, {"X": _records(lg)})
+    iu = np.triu_indices(D)
+    for sign in (1.0, -1.0):
+        c = np.zeros((1, D))
+        c[0, 0] = sign * 60.0  # the intercept alone: z'c = +-60 at every record
+        V, s = mech._information_scales(0, c, None, 1.0)
+        assert np.all(s[0] > 1e-13)
+        a = expit(Z @ c[0]) * expit(-(Z @ c[0]))
+        terms = np.array([(a_ * np.outer(z, z))[iu] for a_, z in zip(a, Z @ V[0])])
+        assert _max_loss(terms, s[0]) <= 1.0 * (1 + 1e-9)
+        _, info = score_information(Z, np.zeros(len(Z)), c, V, True)
+        assert np.all(np.abs(info[0][iu]) <= len(Z) * 1e-17)
+
+
 def test_the_score_bound_uses_the_iterate():
     """At c = 0 every residual y - sigmoid(0) is +-1/2: half the noise of a steep iterate."""
     mech = mechanism()
