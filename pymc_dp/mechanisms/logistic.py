@@ -90,7 +90,7 @@ from pymc_dp.chunks import CHUNK_ROWS, is_dask
 from pymc_dp.domains import Domain, Integers
 from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.mechanisms.noise import continuous_laplace
-from pymc_dp.mechanisms.regression import read_linear_predictor
+from pymc_dp.mechanisms.regression import private_factors, read_linear_predictor
 from pymc_dp.mechanisms.statistics import FamilyStatistics, NoisyStatistics, StatisticsFactor
 from pymc_dp.units import describe_unit
 
@@ -151,18 +151,10 @@ def _logit_of(p):
     return None
 
 
-def _factors(model: pm.Model, domains: Mapping[str, Domain]) -> list:
-    from pymc_dp.factors import private_ancestors
-
-    private = {v: v.name for v in model.data_vars if v.name in domains}
-    return [rv for rv in model.observed_RVs
-            if private_ancestors(model.rvs_to_values[rv], private) or any(private_ancestors(p, private) for p in rv.owner.inputs)]
-
-
 def is_logistic(model: pm.Model, domains: Mapping[str, Domain]) -> bool:
     """Whether the one factor reading private data is a Bernoulli whose ``p`` is ``invlogit`` of
     an expression (the path :class:`NoisyLogistic` reads; it refuses the rest by name)."""
-    factors = _factors(model, domains)
+    factors = private_factors(model, domains)
     if len(factors) != 1 or not isinstance(factors[0].owner.op, BernoulliRV):
         return False
     (p,) = factors[0].owner.op.dist_params(factors[0].owner)
@@ -175,7 +167,7 @@ def read_logistic(model: pm.Model, domains: Mapping[str, Domain]) -> _Logistic:
 
     private = {v: v.name for v in model.data_vars if v.name in domains}
     shapes = {v.name: tuple(np.shape(v.get_value())) for v in private}
-    factors = _factors(model, domains)
+    factors = private_factors(model, domains)
     if len(factors) != 1:
         raise UnsupportedFactorError(
             f"private Newton steps need one factor reading the private data, found {[f.name for f in factors]}."
@@ -622,7 +614,7 @@ class NoisyLogistic(NoisyStatistics):
         """How far apart the outputs on ``x`` and ``y`` are, at the public choices of ``x``'s
         noise-free walk."""
         Zx, yx = self._data(x)
-        out, states = self._walk(1, lambda c, V, info: score_information(Zx, yx, c, V, info), lambda s: np.zeros(s.shape))
+        _, states = self._walk(1, lambda c, V, info: score_information(Zx, yx, c, V, info), lambda s: np.zeros(s.shape))
         return float(np.sum(np.abs(self._values_at(x, states) - self._values_at(y, states)) / self._scales_of(states)))
 
     def __repr__(self):

@@ -56,7 +56,7 @@ from pymc_dp.mechanisms.statistics import (
     square_span,
 )
 
-__all__ = ["NoisyRegression", "coordinate_range", "read_linear_predictor", "read_regression", "regression_design", "regression_statistics"]
+__all__ = ["NoisyRegression", "coordinate_range", "private_factors", "read_linear_predictor", "read_regression", "regression_design", "regression_statistics"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +147,15 @@ class _Regression:
     y_range: tuple = ()  # the range of the centred outcome y - y_center
 
 
+def private_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list:
+    """The observed RVs that read a private container (as their value or through a parameter)."""
+    from pymc_dp.factors import private_ancestors
+
+    private = {v: v.name for v in model.data_vars if v.name in domains}
+    return [rv for rv in model.observed_RVs
+            if private_ancestors(model.rvs_to_values[rv], private) or any(private_ancestors(p, private) for p in rv.owner.inputs)]
+
+
 def read_linear_predictor(rv, expr, what: str, path: str, y: str, private, domains, shapes):
     """``(offset, coefficients, columns)`` of ``expr``, factor ``rv``'s ``what`` (its mean, its
     logit), read as ``offset + linear terms in private covariates``: ``coefficients`` lists
@@ -196,8 +205,7 @@ def read_regression(model: pm.Model, domains: Mapping[str, Domain]) -> _Regressi
 
     private = {v: v.name for v in model.data_vars if v.name in domains}
     shapes = {v.name: tuple(np.shape(v.get_value())) for v in private}
-    factors = [rv for rv in model.observed_RVs
-               if private_ancestors(model.rvs_to_values[rv], private) or any(private_ancestors(p, private) for p in rv.owner.inputs)]
+    factors = private_factors(model, domains)
     if len(factors) != 1:
         raise UnsupportedFactorError(
             f"noisy statistics of a regression need one factor reading the private data, found {[f.name for f in factors]}."
