@@ -17,7 +17,7 @@ non-private posterior:
 
 Run from the repository root::
 
-    python benchmarks/gallery_logistic.py     # about 10 minutes on 2 cores; results/gallery_logistic.{json,md}
+    python benchmarks/gallery_logistic.py     # about 15 minutes on 2 cores; results/gallery_logistic.{json,md}
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from pymc_dp.sampling import rhat_by_variable  # noqa: E402
 
 EPSILON = 10.0
 WALKS = 400
-RELEASES = 10
+RELEASES = 20
 NAMES = ["Intercept", "age", "age2", "educ", "hours"]
 OUT = os.path.join(os.path.dirname(__file__), "results", "gallery_logistic")
 

@@ -228,7 +228,7 @@ def _best_event(sx, sy, alpha, delta=0.0):
         rows.append((side, "x", ax, nx, ay, ny))
         rows.append((side, "y", ay, ny, ax, nx))
     lbs = np.stack([_log_cp_ratio(k1, n1, k2, n2, alpha, delta) for _, _, k1, n1, k2, n2 in rows])
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0/0 events: nan, set to -inf below
         ests = np.stack([np.log(k1 / n1) - np.log(k2 / n2) for _, _, k1, n1, k2, n2 in rows])
     ests = np.where(np.isnan(ests), -np.inf, ests)
     r, j = np.unravel_index(int(np.argmax(lbs)), lbs.shape)

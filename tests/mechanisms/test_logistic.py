@@ -189,6 +189,20 @@ def test_the_score_bound_uses_the_iterate():
     assert np.all(steep[0] < 0.9 * coordinatewise)
 
 
+def test_above_the_slab_dimension_the_score_bound_is_the_coordinatewise_one(monkeypatch):
+    """The joint bound enumerates 2^(D-1) sign vectors; above SCORE_SLAB_DIMENSION the scales
+    are the coordinate-wise bound's, 2 sigma(max|z'c|) max_Q sum_j |V_j'z| / eps."""
+    import pymc_dp.mechanisms.logistic as logistic
+
+    mech = mechanism()
+    D = mech.logistic.dimension
+    c = np.array([[0.3, 4.0, -3.0]])
+    monkeypatch.setattr(logistic, "SCORE_SLAB_DIMENSION", D - 1)
+    _, scales = mech._score_scales(0, c, None, 1.0)
+    coordinatewise = 2.0 * expit(np.abs(c @ mech.corners.T).max()) * np.abs(mech.corners).sum(axis=1).max()
+    assert scales[0] == pytest.approx(np.full(D, coordinatewise), rel=1e-8)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_score_change_bound_is_the_supremum_over_record_pairs(seed):
     """score_change_bound against brute force: at least the largest change over a fine grid of
