@@ -203,17 +203,23 @@ def test_above_the_slab_dimension_the_score_bound_is_the_coordinatewise_one(monk
     assert scales[0] == pytest.approx(np.full(D, coordinatewise), rel=1e-8)
 
 
+def _random_stage(seed, spreads):
+    """A mechanism and a public stage's choices: an iterate (its spread cycling through
+    ``spreads``) and an orthonormal basis; and the generator for more."""
+    mech = mechanism()
+    D = mech.logistic.dimension
+    rng = np.random.default_rng(seed)
+    c = rng.normal(0.0, spreads[seed % len(spreads)], (1, D))
+    return mech, c, np.linalg.qr(rng.normal(size=(D, D)))[0][None], rng
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_the_score_change_bound_is_the_supremum_over_record_pairs(seed):
     """score_change_bound against brute force: at least the largest change over a fine grid of
     record pairs (41 x 41 covariates, both labels), at most 1% above the change two records at
     its vertices attain, and at most the coordinate-wise bound."""
-    mech = mechanism()
-    lg = mech.logistic
-    D = lg.dimension
-    rng = np.random.default_rng(seed)
-    c = rng.normal(0.0, (0.5, 2.0, 8.0)[seed % 3], (1, D))
-    V = np.linalg.qr(rng.normal(size=(D, D)))[0][None]
+    mech, c, V, rng = _random_stage(seed, (0.5, 2.0, 8.0))
+    lg, D = mech.logistic, mech.logistic.dimension
     A = V / rng.uniform(0.3, 2.0, (1, 1, D))
     bound = score_change_bound(mech.corners, c, A)[0]
     attained = score_change_bound(mech.corners, c, A, attained=True)[0]
@@ -246,12 +252,8 @@ def test_the_information_change_bound_covers_each_entrys_range(seed):
     """information_change_bound against brute force: every entry's range over a fine grid of
     records (61 x 61) lies within its bound, the bound is at most the coordinate-wise
     alpha R_j R_k (twice off the diagonal), and it is within 30% of the grid's range."""
-    mech = mechanism()
-    lg = mech.logistic
-    D = lg.dimension
-    rng = np.random.default_rng(seed)
-    c = rng.normal(0.0, (0.5, 1.5, 6.0)[seed % 3], (1, D))
-    V = np.linalg.qr(rng.normal(size=(D, D)))[0][None]
+    mech, c, V, _ = _random_stage(seed, (0.5, 1.5, 6.0))
+    lg, D = mech.logistic, mech.logistic.dimension
     bound = information_change_bound(lg.lo, lg.hi, lg.intercept, c, V)[0]
     Z = scaled_design(lg, {"X": _records(lg, per_axis=61)})
     a = expit(Z @ c[0]) * expit(-(Z @ c[0]))
