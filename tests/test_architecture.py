@@ -27,7 +27,7 @@ PACKAGE = ROOT / "pymc_dp"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("exceptions", "version", "seeds")),
     ("values and records", ("domains", "units", "accounting", "stochastic", "metric", "certificate", "record", "chunks", "fingerprint")),
-    ("ledger, noise, sampler plumbing", ("ledger", "sampling", "mechanisms.noise", "mechanisms.sensitivity",
+    ("ledger, noise, sampler plumbing", ("ledger", "sampling", "mechanisms.noise", "mechanisms.sensitivity", "mechanisms.logistic_bounds",
                                          "report_layout")),
     ("per-distribution rules", ("predictor", "intervals", "rules", "rules.*")),
     ("the factor graph", ("graph_checks", "factors", "constraints", "lift")),
