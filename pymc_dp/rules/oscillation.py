@@ -1,4 +1,5 @@
-"""Oscillation rules: the sharper per-draw certificate for one-parameter exponential families.
+"""Oscillation rules: the sharper per-draw certificate for one-parameter exponential families and
+the Laplace location.
 
 Why (``docs/theory/oscillation.md``). For neighbouring datasets ``x, x'`` and ``g(theta) =
 ln p(x | theta) - ln p(x' | theta)``,
@@ -32,6 +33,9 @@ Each rule below names ``eta`` (monotone in the parameter), the direction of that
 and ``span_D(T)`` per element, and is checked by brute force in
 ``tests/rules/test_oscillation.py`` (sup over record pairs of ``sup - inf`` over a parameter grid
 equals the formula, attained at the grid's ends).
+
+The Laplace location with a public scale is not an exponential family; :class:`LocationParameter`
+gives its exact oscillation, derivation in its docstring, brute-force test beside the others.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from pytensor.tensor.random.basic import (
     ExponentialRV,
     GammaRV,
     GeometricRV,
+    LaplaceRV,
     LogNormalRV,
     NormalRV,
     PoissonRV,
@@ -56,7 +61,7 @@ from pytensor.tensor.random.basic import (
 from pymc_dp.domains import Domain
 from pymc_dp.rules.base import domain_interval, integer_domain
 
-__all__ = ["NaturalParameter", "natural_parameter", "oscillation"]
+__all__ = ["LocationParameter", "NaturalParameter", "natural_parameter", "oscillation"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,38 @@ class NaturalParameter:
         return (a, b) if self.increasing else (b, a)
 
 
-def oscillation(natural: NaturalParameter, lo, hi) -> np.ndarray:
+@dataclass(frozen=True)
+class LocationParameter:
+    """The location ``mu`` of a Laplace with a public scale ``s`` on the domain ``[a, b]``: not an
+    exponential family, so its oscillation has its own closed form.
+
+    Derivation (``docs/theory/oscillation.md``, "The Laplace location"). ``ln p(x | mu) =
+    -|x - mu| / s - ln(2 s)``, so for records ``x <= x'`` ``g(mu) = (|x' - mu| - |x - mu|) / s`` is
+    ``(x' - x) / s`` for ``mu <= x``, falls with slope ``-2 / s`` on ``[x, x']`` and is
+    ``(x - x') / s`` for ``mu >= x'``: monotone, so its oscillation over ``[lo, hi]`` is
+    ``2 |[lo, hi] ∩ [x, x']| / s``, largest for the domain's ends:
+
+    ``sup over x, x' of osc g = 2 |[lo, hi] ∩ [a, b]| / s`` (attained by ``x = a``, ``x' = b``).
+
+    A region may reach beyond the domain for free (``g`` is constant there).
+    """
+
+    family: str
+    a: float
+    b: float
+    scale: np.ndarray
+
+    def oscillation(self, lo, hi) -> np.ndarray:
+        overlap = np.maximum(0.0, np.minimum(np.asarray(hi, float), self.b) - np.maximum(np.asarray(lo, float), self.a))
+        return 2.0 * overlap / self.scale
+
+
+def oscillation(natural: NaturalParameter | LocationParameter, lo, hi) -> np.ndarray:
     """``sup`` over element changes of the oscillation over parameters in ``[lo, hi]``, per element:
-    ``span_D(T) (eta_hi - eta_lo)`` (0 where the interval is a point; inf at an end where eta is)."""
+    ``span_D(T) (eta_hi - eta_lo)`` (0 where the interval is a point; inf at an end where eta is);
+    the Laplace location's closed form for a :class:`LocationParameter`."""
+    if isinstance(natural, LocationParameter):
+        return natural.oscillation(lo, hi)
     e_lo, e_hi = natural.eta_range(lo, hi)
     with np.errstate(invalid="ignore"):
         width = np.where(e_hi == e_lo, 0.0, e_hi - e_lo)
@@ -197,3 +231,12 @@ def _beta(op, domain, params, free):
         return None
     span = np.log(b / a) if free == 0 else np.log((1 - a) / (1 - b))
     return NaturalParameter("Beta", lambda v: np.asarray(v, float), True, np.asarray(span))
+
+
+@natural_parameter.register(LaplaceRV)
+def _laplace(op, domain, params, free):
+    """``mu`` free (scale ``b`` fixed): :class:`LocationParameter`'s closed form."""
+    if free != 0:
+        return None
+    a, b = domain_interval(domain, "Laplace")
+    return LocationParameter("Laplace", a, b, np.asarray(params[1], float))

@@ -47,7 +47,7 @@ def test_numerical_audit_attribute_and_user_units(build, eps, unit):
     assert res.measured > 0.3 * res.claimed
 
 
-def test_wrong_laplace_rule_is_caught_by_the_numerical_audit():
+def test_wrong_laplace_rule_is_caught_by_the_numerical_audit(lipschitz_only):
     with wrong_rule(LaplaceRV, 0.5):
         pmod = private(scalar("Laplace"), 3.0)  # infeasible with the true rule (its minimum is 4)
     res = audit(pmod, max_bases=12)
