@@ -101,6 +101,7 @@ from pymc_dp.mechanisms.logistic_bounds import (
     SCORE_SLAB_DIMENSION,
     SLOPE_FLOOR,
     information_change_bound,
+    largest_slope,
     score_change_bound,
     sigmoid_slope,
 )
@@ -393,10 +394,9 @@ class NoisyLogistic(NoisyStatistics):
         D = c.shape[1]
         rotate = H is not None and t >= ROTATE_INFORMATION_FROM
         lam, V = self._basis(rotate, c, H)
-        eta = c @ self.corners.T  # (R, C)
-        gap = np.where((eta.min(axis=1) <= 0) & (eta.max(axis=1) >= 0), 0.0, np.minimum(np.abs(eta.min(axis=1)), np.abs(eta.max(axis=1))))
-        # sigma' decreases in |z'c|; the margin covers a last-ulp rounding of the data's own slopes
-        alpha = np.maximum(sigmoid_slope(gap) * (1.0 + 1e-9), SLOPE_FLOOR)  # (R,)
+        eta = c @ self.corners.T  # (R, C): z'c is linear, so its range over the box is the corners'
+        # the margin covers a last-ulp rounding of the data's own slopes
+        alpha = np.maximum(largest_slope(eta.min(axis=1), eta.max(axis=1)) * (1.0 + 1e-9), SLOPE_FLOOR)  # (R,)
         reach = self._reach(V).max(axis=1)  # (R, D)
         iu = np.triu_indices(D)
         factor = np.where(iu[0] == iu[1], 1.0, 2.0)

@@ -17,8 +17,8 @@ import math
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["SCORE_SLAB_DIMENSION", "SLOPE_FLOOR", "box_edges", "information_change_bound", "score_change_bound",
-           "sigmoid_slope"]
+__all__ = ["SCORE_SLAB_DIMENSION", "SLOPE_FLOOR", "box_edges", "information_change_bound", "largest_slope",
+           "score_change_bound", "sigmoid_slope"]
 
 
 #: the least slope bound the information's map uses: a tiny ``alpha`` (an iterate far out, where
@@ -31,6 +31,13 @@ def sigmoid_slope(x):
     """``sigma'(x) = sigma(x) sigma(-x)``, accurate in both tails (``p (1 - p)`` is 0 for
     ``x > 37`` while ``sigma'(x)`` is 1e-17 there, and is not symmetric in float)."""
     return expit(x) * expit(-x)
+
+
+def largest_slope(t_lo, t_hi):
+    """``max sigma'`` over ``[t_lo, t_hi]`` (elementwise): ``sigma'`` increases up to 0 and
+    decreases after, so it is ``sigma'(dist(0, [t_lo, t_hi]))``."""
+    gap = np.where((t_lo <= 0) & (t_hi >= 0), 0.0, np.minimum(np.abs(t_lo), np.abs(t_hi)))
+    return sigmoid_slope(gap)
 
 
 #: slabs of ``z'c`` over which :func:`score_change_bound` bounds the residual (its bound exceeds
@@ -171,8 +178,7 @@ def information_change_bound(lo: np.ndarray, hi: np.ndarray, intercept: bool, c:
         tr = np.abs(cc) @ half  # (r,)
         t_lo, t_hi = tc - tr, tc + tr
         a_lo = np.minimum(sigmoid_slope(t_lo), sigmoid_slope(t_hi))
-        gap = np.where((t_lo <= 0) & (t_hi >= 0), 0.0, np.minimum(np.abs(t_lo), np.abs(t_hi)))
-        a_hi = sigmoid_slope(gap)
+        a_hi = largest_slope(t_lo, t_hi)
         pc = np.einsum("nd,rdj->rnj", centre, VV)  # (r, N, D)
         pr = np.einsum("d,rdj->rj", half, np.abs(VV))[:, None, :]  # (r, 1, D)
         p_lo, p_hi = pc - pr, pc + pr

@@ -34,7 +34,7 @@ and ``span_D(T)`` per element, and is checked by brute force in
 ``tests/rules/test_oscillation.py`` (sup over record pairs of ``sup - inf`` over a parameter grid
 equals the formula, attained at the grid's ends).
 
-The Laplace location with a public scale is not an exponential family; :class:`LocationParameter`
+The Laplace location with a public scale is not an exponential family; :class:`LaplaceLocation`
 gives its exact oscillation, derivation in its docstring, brute-force test beside the others.
 """
 
@@ -61,7 +61,7 @@ from pytensor.tensor.random.basic import (
 from pymc_dp.domains import Domain
 from pymc_dp.rules.base import domain_interval, integer_domain
 
-__all__ = ["LocationParameter", "NaturalParameter", "natural_parameter", "oscillation"]
+__all__ = ["LaplaceLocation", "NaturalParameter", "natural_parameter", "oscillation"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class NaturalParameter:
 
 
 @dataclass(frozen=True)
-class LocationParameter:
+class LaplaceLocation:
     """The location ``mu`` of a Laplace with a public scale ``s`` on the domain ``[a, b]``: not an
     exponential family, so its oscillation has its own closed form.
 
@@ -100,7 +100,6 @@ class LocationParameter:
     A region may reach beyond the domain for free (``g`` is constant there).
     """
 
-    family: str
     a: float
     b: float
     scale: np.ndarray
@@ -110,11 +109,11 @@ class LocationParameter:
         return 2.0 * overlap / self.scale
 
 
-def oscillation(natural: NaturalParameter | LocationParameter, lo, hi) -> np.ndarray:
+def oscillation(natural: NaturalParameter | LaplaceLocation, lo, hi) -> np.ndarray:
     """``sup`` over element changes of the oscillation over parameters in ``[lo, hi]``, per element:
     ``span_D(T) (eta_hi - eta_lo)`` (0 where the interval is a point; inf at an end where eta is);
-    the Laplace location's closed form for a :class:`LocationParameter`."""
-    if isinstance(natural, LocationParameter):
+    the Laplace location's closed form for a :class:`LaplaceLocation`."""
+    if isinstance(natural, LaplaceLocation):
         return natural.oscillation(lo, hi)
     e_lo, e_hi = natural.eta_range(lo, hi)
     with np.errstate(invalid="ignore"):
@@ -235,8 +234,8 @@ def _beta(op, domain, params, free):
 
 @natural_parameter.register(LaplaceRV)
 def _laplace(op, domain, params, free):
-    """``mu`` free (scale ``b`` fixed): :class:`LocationParameter`'s closed form."""
+    """``mu`` free (scale ``b`` fixed): :class:`LaplaceLocation`'s closed form."""
     if free != 0:
         return None
     a, b = domain_interval(domain, "Laplace")
-    return LocationParameter("Laplace", a, b, np.asarray(params[1], float))
+    return LaplaceLocation(a, b, np.asarray(params[1], float))

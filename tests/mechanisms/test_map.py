@@ -80,6 +80,13 @@ def laplace_mech():
 
 
 # --------------------------------------------------------------------------- quadrature references
+def quadrature_grid(lo: float, hi: float, points: int) -> np.ndarray:
+    """A grid over the region of mu, clipped to +-8: the Laplace location's oscillation leaves the
+    region unbounded where g is constant (beyond the domain), and the N(0, 1) prior puts under
+    1e-15 of its mass beyond +-8."""
+    return np.linspace(max(lo, -8.0), min(hi, 8.0), points)
+
+
 def coin_log_density(k, n, beta, lo, hi, t):
     """ln q(t) of prior x Bernoulli-likelihood^beta restricted to [lo, hi], normalised by quad."""
 
@@ -186,9 +193,7 @@ def test_laplace_privacy_by_quadrature(laplace_mech):
     mech = laplace_mech
     lo, hi = interval(mech, "mu")
     assert lo <= -1.0 and hi >= 1.0 and mech.certificate.factors[0].lipschitz <= 2.0
-    # the Laplace location's oscillation leaves the region unbounded where g is constant (beyond
-    # the domain); the N(0, 1) prior puts under 1e-15 of its mass beyond +-8
-    grid = np.linspace(max(lo, -8.0), min(hi, 8.0), 4001)
+    grid = quadrature_grid(lo, hi, 4001)
     eps0, beta = mech.epsilon_per_draw, mech.beta
     bases = {
         "data": np.asarray(mech.private_model.model["x"].get_value()),
@@ -245,7 +250,7 @@ def test_mcmc_sampler_matches_quadrature(laplace_mech):
     """200 independent one-draw MCMC releases (100 warm-up steps each) against the quadrature CDF."""
     x = np.asarray(laplace_mech.private_model.model["x"].get_value())
     lo, hi = interval(laplace_mech, "mu")
-    grid = np.linspace(max(lo, -8.0), min(hi, 8.0), 8001)  # the prior's mass beyond +-8 is under 1e-15
+    grid = quadrature_grid(lo, hi, 8001)
     dens = np.exp(normalised(laplace_log_kernel(x, laplace_mech.beta, grid), grid))
     cdf = integrate.cumulative_trapezoid(dens, grid, initial=0.0)
     cdf /= cdf[-1]
@@ -485,7 +490,7 @@ def test_other_nuts_backends_sample_the_tempered_density(backend, needs):
     lo, hi = interval(mech, "mu")
     assert np.all((draws >= lo) & (draws <= hi))
     x = np.asarray(mech.private_model.model["x"].get_value())
-    grid = np.linspace(max(lo, -8.0), min(hi, 8.0), 8001)  # the prior's mass beyond +-8 is under 1e-15
+    grid = quadrature_grid(lo, hi, 8001)
     dens = np.exp(normalised(laplace_log_kernel(x, mech.beta, grid), grid))
     cdf = integrate.cumulative_trapezoid(dens, grid, initial=0.0)
     cdf /= cdf[-1]

@@ -15,7 +15,7 @@ import pymc as pm
 import pytest
 
 from pymc_dp.domains import Binary, Integers, Interval
-from pymc_dp.rules.oscillation import LocationParameter, natural_parameter, oscillation
+from pymc_dp.rules.oscillation import LaplaceLocation, natural_parameter, oscillation
 
 #: label -> (dist factory of theta, domain, free index, fixed params, [lo, hi], records grid)
 CASES = {
@@ -95,7 +95,7 @@ def test_laplace_location_oscillation_is_the_brute_force_supremum(interval):
     and the interval's), including intervals beyond the domain (constant g: 0 outside)."""
     op = pm.Laplace.dist(mu=0.0, b=0.5).owner.op
     natural = natural_parameter(op, Interval(-1.0, 1.0), (None, np.asarray(0.5)), 0)
-    assert isinstance(natural, LocationParameter)
+    assert isinstance(natural, LaplaceLocation)
     claimed = float(oscillation(natural, *interval))
     truth = _brute(lambda t: pm.Laplace.dist(mu=t, b=0.5), Interval(-1.0, 1.0), interval, None)
     assert claimed >= truth - 1e-9
