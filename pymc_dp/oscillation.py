@@ -11,7 +11,7 @@ region)``, wherever the region lies. This solver therefore chooses the interval 
 * per element ``span_D(T) (eta_hi - eta_lo)``, summed over one record's elements and maximised
   over records, is the certified oscillation; the factor's ``Delta`` is half of it;
 * the search (public: the prior, the domain and the shapes only) scans lower ends ``t1`` at the
-  prior's quantiles and at the support's lower end, takes for each the largest ``t2`` that fits
+  prior's quantiles and at the support's lower end (``-inf`` included: a half-line may fit), takes for each the largest ``t2`` that fits
   (the bound grows with the interval: bracket, then multisection, all lower ends in one array
   operation per step), keeps the interval of most prior mass (exact from the prior's CDF for a
   root RV, batched; Rao-Blackwellised for a hierarchical one) and refines its lower end on
@@ -201,6 +201,8 @@ def _interior(lo_s: float, hi_s: float, t: np.ndarray, step: np.ndarray) -> np.n
 #: the bracketing steps of :func:`_largest_uppers` (scale-free, growing by 4 from 1e-3 to 4e11:
 #: beyond, a bounded end is reached to double precision and an unbounded one is 1e11 scales away)
 _STEPS = 1e-3 * 4.0 ** np.arange(25)
+#: the upper ends tried from a lower end of -inf (as many as _STEPS, increasing, any scale)
+_LADDER = np.concatenate([-np.geomspace(1e12, 1e-3, 12), [0.0], np.geomspace(1e-3, 1e12, 12)])
 
 
 def _largest_uppers(om: OscillationModel, t1: np.ndarray, limit: float, support: tuple[float, float]) -> np.ndarray:
@@ -217,7 +219,9 @@ def _largest_uppers(om: OscillationModel, t1: np.ndarray, limit: float, support:
         return out
     a = t1[rest]
     trial = _interior(lo_s, hi_s, a[:, None], _STEPS[None, :])
-    valid = trial > a[:, None]
+    # from an unbounded lower end, a fixed increasing ladder of upper ends (t > -inf: any scale)
+    trial[np.isneginf(a)] = _LADDER
+    valid = (trial > a[:, None]) & (trial < hi_s)
     fits = om.oscillations(np.repeat(a, _STEPS.size), trial.reshape(-1)).reshape(trial.shape) <= limit
     fits &= valid
     misses = valid & ~fits
@@ -230,7 +234,9 @@ def _largest_uppers(om: OscillationModel, t1: np.ndarray, limit: float, support:
     # to a relative 1e-10 of the interval's width: a search, so precision only costs time
     fractions = np.linspace(0.0, 1.0, 17)[1:-1]
     for _ in range(30):  # a bracket may span 1e11 (a step from a support's end): 16^30 covers it
-        live = ~np.isnan(bad) & (bad - good > 1e-10 * np.maximum(good - a, 1e-300))
+        # the width's scale: the interval's, or the ends' own from a lower end of -inf
+        scale = np.where(np.isfinite(a), good - a, np.maximum(np.abs(good), np.abs(bad)))
+        live = ~np.isnan(bad) & np.isfinite(good) & (bad - good > 1e-10 * np.maximum(scale, 1e-300))
         if not live.any():
             break
         g, b_, a_ = good[live], bad[live], a[live]
@@ -276,8 +282,7 @@ def solve_oscillation(factor: Factor, share: float, ctx):
     limit = 2.0 * share
     draws = np.asarray(ctx.draws[name], float).reshape(-1)
     starts = sorted(set(float(t) for t in np.quantile(draws, _QUANTILES) if lo_s < t < hi_s))
-    if math.isfinite(lo_s):
-        starts.insert(0, lo_s)
+    starts.insert(0, lo_s)  # the support's lower end, -inf included (a region may be a half-line)
 
     def log_masses(t1, t2):
         return box_log_masses(name, t1, t2, ctx)
@@ -309,7 +314,7 @@ def solve_oscillation(factor: Factor, share: float, ctx):
     a, b = starts[max(k - 1, 0)], starts[min(k + 1, len(starts) - 1)]
     step = 0.0
     for _ in range(3):
-        if not b - a > 1e-8 * max(1.0, abs(best[1])):
+        if not (math.isfinite(a) and b - a > 1e-8 * max(1.0, abs(best[1]))):
             break
         grid = np.linspace(a, b, 33)
         found = best_of(grid)

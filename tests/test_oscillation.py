@@ -23,7 +23,7 @@ from pymc_dp.rules import oscillation as osc_rules
 from tests.audits.helpers import CONJUGATE, SCALAR, gamma_poisson, private, scalar
 
 EXACT = ["Binomial", "Poisson", "Exponential", "Normal"]
-NUMERICAL = ["Exponential", "Gamma", "Beta", "Poisson", "LogNormal", "Laplace"]
+NUMERICAL = ["Exponential", "Gamma", "Beta", "Poisson", "LogNormal", "Laplace", "StudentT", "Cauchy"]
 
 
 def _conjugate(name, n=300):
@@ -96,7 +96,7 @@ def test_bounds_are_certified_by_the_oscillation():
 
 
 # =========================================================================== the vectorised search
-OSC_FAMILIES = ["Exponential", "Gamma", "Geometric", "Poisson", "Bernoulli", "LogNormal", "Beta"]
+OSC_FAMILIES = ["Exponential", "Gamma", "Geometric", "Poisson", "Bernoulli", "LogNormal", "Beta", "StudentT", "Cauchy"]
 
 
 def _oscillation_setup(family):
