@@ -23,7 +23,7 @@ from pymc_dp.rules import oscillation as osc_rules
 from tests.audits.helpers import CONJUGATE, SCALAR, gamma_poisson, private, scalar
 
 EXACT = ["Binomial", "Poisson", "Exponential", "Normal"]
-NUMERICAL = ["Exponential", "Gamma", "Beta", "Poisson", "LogNormal", "Laplace", "StudentT", "Cauchy"]
+NUMERICAL = ["Exponential", "Gamma", "Beta", "Geometric", "Poisson", "LogNormal", "Laplace", "StudentT", "Cauchy"]
 
 
 def _conjugate(name, n=300):

@@ -188,7 +188,13 @@ class DataSpace:
         if len(consts) + len(rest) > budget:
             # half of the budget to constant datasets (at least), the rest to mixtures and random ones
             n_const = min(len(consts), max(budget // 2, budget - len(rest)))
-            consts = [consts[i] for i in np.sort(self.rng.choice(len(consts), size=n_const, replace=False))]
+            # the first and last records (a scalar domain's ends) always: a constant dataset at an
+            # end of the domain piles the posterior at an end of the region, where the oscillation
+            # certificate is attained (a Geometric's all-ones dataset)
+            ends = [0, len(consts) - 1][: min(n_const, 2)]
+            middle = np.arange(1, len(consts) - 1)
+            picked = self.rng.choice(middle, size=max(n_const - len(ends), 0), replace=False) if middle.size else []
+            consts = [consts[i] for i in np.sort(np.concatenate([ends, picked]).astype(int))]
             keep = np.sort(self.rng.choice(len(rest), size=min(len(rest), budget - n_const), replace=False))
             rest = [rest[i] for i in keep]
         return out + consts + rest
