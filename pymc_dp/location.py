@@ -26,6 +26,8 @@ from pymc_dp.domains import Ball
 from pymc_dp.factors import AffineForm, Factor, LinkForm, PointForm
 from pymc_dp.region_context import RegionContext, plain_free_rv
 from pymc_dp.rules import NP, Bounds, log_density_range
+from pymc_dp.rules.base import domain_interval
+from pymc_dp.rules.oscillation import normal_predictor_oscillation
 
 __all__ = ["solve_affine", "solve_location_scale"]
 
@@ -100,6 +102,12 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     the whole region (both rules are monotone in the interval's extent). ``H`` is solved from
     the rule; a free intercept and a free scale are chosen to maximise the prior mass kept
     (Monte Carlo over public prior draws).
+
+    The rule: for the logit, the Bernoulli's per-record constant (``2L`` certificate, where the
+    oscillation is ``2L`` anyway at a symmetric logit); for the Normal, half its oscillation over
+    the predictor's interval (:func:`~pymc_dp.rules.oscillation.normal_predictor_oscillation`:
+    ``4 c H / sigma^2`` against ``2L = (c + H)^2 / sigma^2`` for ``y`` in ``[-c, c]`` and
+    ``H <= c``, so the region is wider at the same epsilon).
     """
     info = factor.info
     if info is None or info.family not in ("Normal", "Bernoulli"):
@@ -151,11 +159,21 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
     obs_domain = ctx.domains[factor.observed_container]
     n_elem = int(np.prod(ctx.numeric(factor.observed.shape)[1:])) if factor.observed.ndim > 1 else 1
 
-    def rule_L(center, half, sigma):
-        eta = Bounds(center - half, center + half, space="logit" if logit else "natural")
-        params = (eta,) if logit else (eta, Bounds.point(sigma))
-        lo, hi = log_density_range(factor.op, obs_domain, params, NP)
-        return n_elem * float(hi - lo)
+    if logit:
+        bound = "lipschitz"
+
+        def rule_L(center, half, sigma):
+            eta = Bounds(center - half, center + half, space="logit")
+            lo, hi = log_density_range(factor.op, obs_domain, (eta,), NP)
+            return n_elem * float(hi - lo)
+    else:
+        # a Normal: half its oscillation over the region (never above L; docs/theory/oscillation.md)
+        bound = "oscillation"
+        y_lo, y_hi = domain_interval(obs_domain, "Normal")
+
+        def rule_L(center, half, sigma):
+            osc = normal_predictor_oscillation(y_lo, y_hi, center - half, center + half, sigma, scale_name is not None)
+            return n_elem * 0.5 * osc
 
     # the centre of the intercept's interval: where the rule is smallest with w = 0
     if offset_name is None:
@@ -235,4 +253,4 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
             best = constraints_for(2.0 * s, 0.5 if offset_name else 0.0)
         if best is None:
             raise Infeasible(factor.name, min_L)
-    return FactorRegion(factor, share, best, "affine", min_L)
+    return FactorRegion(factor, share, best, "affine", min_L, bound)

@@ -68,7 +68,14 @@ from pymc_dp.domains import Domain
 from pymc_dp.rules.base import domain_interval, integer_domain
 from pymc_dp.rules.studentt_location import StudentTLocation
 
-__all__ = ["LaplaceLocation", "NaturalParameter", "StudentTLocation", "natural_parameter", "oscillation"]
+__all__ = [
+    "LaplaceLocation",
+    "NaturalParameter",
+    "StudentTLocation",
+    "natural_parameter",
+    "normal_predictor_oscillation",
+    "oscillation",
+]
 
 
 @dataclass(frozen=True)
@@ -281,3 +288,47 @@ def _cauchy(op, domain, params, free):
         return None
     a, b = domain_interval(domain, "Cauchy")
     return _studentt_location(a, b, 1.0, params[1])
+
+
+def normal_predictor_oscillation(y_lo: float, y_hi: float, eta_lo: float, eta_hi: float, sigma: float,
+                                 scale_free: bool) -> float:
+    """An upper bound on one element's oscillation for a Normal whose location ``eta`` (a linear
+    predictor, say) ranges over ``[eta_lo, eta_hi]`` for every record and parameter of the region,
+    with ``y`` in ``[y_lo, y_hi]``; the scale is ``sigma`` (``scale_free``: the region's lower end
+    of a free scale). It is attained when the region reaches both ends of ``eta`` at one record
+    (a ball and an interval centred on the data, for instance).
+
+    Derivation (``docs/theory/oscillation.md``, "The Normal linear predictor"). For records ``(z, y)``
+    and ``(z', y')`` and parameters ``theta``, with ``r = y - eta(z)``,
+    ``g(theta) = (r'^2 - r^2) / (2 sigma^2)``: the ``-ln sigma`` and ``ln(2 pi)`` terms cancel.
+    Treat the two records' predictors at the two parameters as four free values in
+    ``[eta_lo, eta_hi]`` (a relaxation: an upper bound). With ``far(y) = max(y - eta_lo, eta_hi - y)``
+    and ``near(y)`` the distance from ``y`` to ``[eta_lo, eta_hi]``,
+    ``sup F = far(y')^2 - near(y)^2`` and ``inf F = near(y')^2 - far(y)^2`` for
+    ``F = r'^2 - r^2``, so with ``h(y) = far(y)^2 - near(y)^2`` and ``S = sup_y h``:
+
+    * known scale: ``osc = (sup F - inf F) / (2 sigma^2) <= 2 S / (2 sigma^2)``;
+    * free scale ``>= sigma``: ``sup g = max(0, sup F) / (2 sigma^2)`` (a negative ``F`` is
+      best at the largest scale, where it tends to 0) and ``inf g = min(0, inf F) / (2 sigma^2)``,
+      so ``osc <= max(far_max^2 - near_min^2, 2 S) / (2 sigma^2)``.
+
+    ``h`` is convex on ``[eta_lo, eta_hi]`` (the larger of two squares) and linear beyond it, so
+    ``S`` is attained at ``y_lo``, ``y_hi`` or an end of ``eta`` inside the domain. Both bounds are
+    at most the ``2 L`` certificate ``2 (far_max^2 - near_min^2) / (2 sigma^2)``; for a predictor
+    narrower than the data (``eta in [-H, H]``, ``y in [-c, c]``, ``H <= c``) the known-scale
+    bound is ``4 c H / sigma^2`` against ``2L = (c + H)^2 / sigma^2``.
+    """
+    def far(y):
+        return max(y - eta_lo, eta_hi - y)
+
+    def near(y):
+        return max(0.0, eta_lo - y, y - eta_hi)
+
+    points = [y_lo, y_hi] + [e for e in (eta_lo, eta_hi) if y_lo <= e <= y_hi]
+    top = max(far(y) ** 2 - near(y) ** 2 for y in points)
+    value = 2.0 * top
+    if scale_free:
+        far_max = max(y_hi - eta_lo, eta_hi - y_lo)
+        near_min = max(0.0, eta_lo - y_hi, y_lo - eta_hi)
+        value = max(value, far_max**2 - near_min**2)
+    return value / (2.0 * sigma**2) * (1.0 + 1e-12)

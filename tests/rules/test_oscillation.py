@@ -15,7 +15,7 @@ import pymc as pm
 import pytest
 
 from pymc_dp.domains import Binary, Integers, Interval
-from pymc_dp.rules.oscillation import LaplaceLocation, natural_parameter, oscillation
+from pymc_dp.rules.oscillation import LaplaceLocation, natural_parameter, normal_predictor_oscillation, oscillation
 
 #: label -> (dist factory of theta, domain, free index, fixed params, [lo, hi], records grid)
 CASES = {
@@ -100,3 +100,63 @@ def test_laplace_location_oscillation_is_the_brute_force_supremum(interval):
     truth = _brute(lambda t: pm.Laplace.dist(mu=t, b=0.5), Interval(-1.0, 1.0), interval, None)
     assert claimed >= truth - 1e-9
     assert claimed == pytest.approx(truth, rel=1e-9, abs=1e-12)
+
+
+# ---------------------------------------------------------------- the Normal linear predictor
+NORMAL_PREDICTOR = [  # (y_lo, y_hi, eta_lo, eta_hi, sigma)
+    (-1.0, 1.0, -0.3, 0.3, 0.5),  # a predictor narrower than the data: 4cH / sigma^2
+    (-1.0, 1.0, -1.5, 1.5, 1.0),  # wider: (c + H)^2 / sigma^2, the 2L value
+    (0.0, 2.0, -0.5, 0.8, 0.7),  # off-centre
+    (-1.0, 1.0, 1.5, 2.5, 1.0),  # beyond the data
+]
+
+
+@pytest.mark.parametrize("case", NORMAL_PREDICTOR)
+@pytest.mark.parametrize("scale_free", [False, True])
+def test_the_normal_predictor_oscillation_is_the_relaxed_brute_force_supremum(case, scale_free):
+    """Over a grid of the two records' outcomes and of the four predictor values (two records at
+    two parameters, free in the interval: the bound's relaxation) and, for a free scale, of the
+    two parameters' scales: the sup of ``g(theta1) - g(theta2)`` equals the closed form (each grid
+    holds both intervals' ends that lie in it, where the extremes are)."""
+    y_lo, y_hi, e_lo, e_hi, sigma = case
+    y = np.unique(np.concatenate([np.linspace(y_lo, y_hi, 9), np.clip([e_lo, e_hi], y_lo, y_hi)]))
+    eta = np.unique(np.concatenate([np.linspace(e_lo, e_hi, 9), np.clip([y_lo, y_hi], e_lo, e_hi)]))
+    scales = sigma * np.array([1.0, 1.5, 4.0, 1e6]) if scale_free else np.array([sigma])
+    Y, Yp, E1, E1p = np.meshgrid(y, y, eta, eta, indexing="ij")
+    best = 0.0
+    for s1 in scales:
+        g1 = ((Yp - E1p) ** 2 - (Y - E1) ** 2) / (2 * s1**2)  # g at theta1, per (y, y', eta, eta')
+        top = g1.reshape(y.size, y.size, -1).max(axis=2)  # sup over theta1's predictors
+        for s2 in scales:
+            g2 = ((Yp - E1p) ** 2 - (Y - E1) ** 2) / (2 * s2**2)
+            bottom = g2.reshape(y.size, y.size, -1).min(axis=2)
+            best = max(best, float((top - bottom).max()))
+    claimed = normal_predictor_oscillation(y_lo, y_hi, e_lo, e_hi, sigma, scale_free)
+    assert claimed >= best
+    assert claimed == pytest.approx(best, rel=1e-9)
+
+
+@pytest.mark.parametrize("scale_free", [False, True])
+def test_the_normal_predictor_oscillation_bounds_a_regression_and_is_attained(scale_free):
+    """A linear regression with an intercept, ``eta = w x + b``, ``x, y`` in ``[-1, 1]``,
+    ``|w| <= 0.2``, ``|b| <= 0.15`` (so ``eta`` spans ``[-0.35, 0.35]``): the sup over record
+    pairs of ``max - min`` over a parameter grid is at most the closed form and attains it (two
+    records with the same ``x``, outcomes at the domain's two ends)."""
+    R, B, sigma = 0.2, 0.15, 0.5
+    x = np.linspace(-1.0, 1.0, 9)
+    y = np.linspace(-1.0, 1.0, 9)
+    w, b = np.meshgrid(np.linspace(-R, R, 9), np.linspace(-B, B, 9), indexing="ij")
+    scales = sigma * np.array([1.0, 1.5, 4.0, 1e6]) if scale_free else np.array([sigma])
+    theta_eta = (w.reshape(-1, 1) * x[None, :] + b.reshape(-1, 1))  # (theta, x)
+    resid = y[None, None, :] - theta_eta[:, :, None]  # (theta, x, y)
+    sq = resid.reshape(theta_eta.shape[0], -1) ** 2  # (theta, record)
+    best = 0.0
+    for s1 in scales:
+        for s2 in scales:
+            # g(theta) = (r'^2 - r^2) / (2 s^2) for records (r: first, r': second)
+            g1 = (sq[:, None, :] - sq[:, :, None]) / (2 * s1**2)  # (theta, record, record')
+            g2 = (sq[:, None, :] - sq[:, :, None]) / (2 * s2**2)
+            best = max(best, float((g1.max(axis=0) - g2.min(axis=0)).max()))
+    claimed = normal_predictor_oscillation(-1.0, 1.0, -(R + B), R + B, sigma, scale_free)
+    assert best <= claimed
+    assert best >= 0.999 * claimed
