@@ -36,6 +36,7 @@ below them; the driver :mod:`pymc_dp.truncate` and explicit bounds in
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -64,6 +65,7 @@ from pymc_dp.reference import fit_utility
 from pymc_dp.rules import rule_info
 from pymc_dp.rules.base import Bounds
 from pymc_dp.rules.discrete import min_lipschitz
+from pymc_dp.rules.oscillation import region_half_oscillation
 from pymc_dp.rules.region import NestedRegion, NoRegionRule, Span, Window, region_lipschitz, region_spec
 
 __all__ = ["BoxModel", "BoxModelUnsupported", "solve_box", "certified_floor", "packed_cholesky_diagonal"]
@@ -99,6 +101,15 @@ class BoxModel:
         self.domain = ctx.domains[factor.observed_container]
         self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
         self.exact = all(_exact(f) for f in factor.forms)
+        #: whether half the family's oscillation may stand in for its constant (where smaller)
+        self.oscillation = region_half_oscillation.dispatch(type(factor.op)) is not region_half_oscillation.dispatch(object)
+
+    def lipschitz_only(self) -> "BoxModel":
+        """This model with the family's constant alone (the oscillation's box search can land on
+        a worse local optimum: :func:`solve_box` runs both and keeps the better box)."""
+        other = copy.copy(self)
+        other.oscillation = False
+        return other
 
     def _add(self, expr) -> int:
         self.exprs.append(expr)
@@ -167,13 +178,31 @@ class BoxModel:
         return tuple(r(R) for r in self.recipes)
 
     def region_L(self, box: dict) -> float:
-        """A certified bound on the factor's per-record constant over ``box`` (inf: none)."""
+        """A certified bound on the factor's per-record constant over ``box`` (inf: none): the
+        family's region rule, or half its oscillation over the box where the family has one and
+        it is smaller (it stands in for the constant in the lift, docs/theory/oscillation.md)."""
+        return self.region_bound(box)[0]
+
+    def region_bound(self, box: dict) -> tuple[float, str]:
+        """``(L, bound)``: :meth:`region_L` and what certifies it, ``"lipschitz"`` or
+        ``"oscillation"``."""
         try:
             params = self.params(box)
             with np.errstate(all="ignore"):
                 per_element = region_lipschitz(self.factor.op, self.domain, params)
+                half_osc = region_half_oscillation(self.factor.op, self.domain, params) if self.oscillation else None
         except (NoRegionRule, UnsupportedExpression, FloatingPointError):
-            return math.inf
+            return math.inf, "lipschitz"
+        by_constant = self._per_record(per_element)
+        if half_osc is None:
+            return by_constant, "lipschitz"
+        by_oscillation = self._per_record(half_osc)
+        if by_oscillation < by_constant:
+            return by_oscillation, "oscillation"
+        return by_constant, "lipschitz"
+
+    def _per_record(self, per_element) -> float:
+        """The largest sum over one record's elements (inf where the shapes do not pair)."""
         per_element = np.asarray(per_element, dtype=float)
         if per_element.shape != self.obs_shape:
             while per_element.ndim > len(self.obs_shape) and per_element.shape[0] == 1:
@@ -388,16 +417,19 @@ def solve_box(factor: Factor, share: float, ctx):
     if built is None:
         return None
     bm, axes = built
-    search = ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx))
-    result = search.solve(share)
-    if result is None and not math.isfinite(search.min_L):
+    searches = [ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx))]
+    if bm.oscillation:  # the search is local: the constant's own landscape may lead to a better box
+        searches.append(ctx.cached(ctx.key(factor, "box_search_lipschitz"), lambda: _Search(bm.lipschitz_only(), axes, ctx)))
+    found = [(s, r) for s in searches for r in [s.solve(share)] if r is not None]
+    min_L = min(s.min_L for s in searches)
+    if not found and not math.isfinite(min_L):
         return None  # no box has a finite certified bound: let the Potential solver try
-    if result is None:
+    if not found:
         floor = certified_floor(factor, ctx)
         if floor is not None and floor > share:
             raise Infeasible(factor.name, floor, certified=True)
-        raise Infeasible(factor.name, search.min_L, certified=False)
-    box, L, _ = result
+        raise Infeasible(factor.name, min_L, certified=False)
+    search, (box, L, _) = max(found, key=lambda item: item[1][2])
     constraints = []
     for ax in axes:
         if ax.fixed or (ax.element is not None and ax.element > 0):  # one constraint per RV
@@ -419,7 +451,7 @@ def solve_box(factor: Factor, share: float, ctx):
         else:
             constraints.append(ElementIntervalConstraint(
                 ax.name, tuple(float(v) for v in np.ravel(lo)), tuple(float(v) for v in np.ravel(hi))))
-    region = FactorRegion(factor, share, constraints, "box", search.min_L)
+    region = FactorRegion(factor, share, constraints, "box", min_L, search.bm.region_bound(box)[1])
     region.certified_lipschitz = L
     region.exact = bm.exact
     region.inexact_reason = next((r for r in map(_inexact_reason, factor.forms) if r), None)

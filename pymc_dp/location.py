@@ -173,7 +173,7 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
 
         def rule_L(center, half, sigma):
             osc = normal_predictor_oscillation(y_lo, y_hi, center - half, center + half, sigma, scale_name is not None)
-            return n_elem * 0.5 * osc
+            return n_elem * 0.5 * float(osc)
 
     # the centre of the intercept's interval: where the rule is smallest with w = 0
     if offset_name is None:

@@ -66,6 +66,7 @@ from pytensor.tensor.random.basic import (
 
 from pymc_dp.domains import Domain
 from pymc_dp.rules.base import domain_interval, integer_domain
+from pymc_dp.rules.continuous import region_location, region_span
 from pymc_dp.rules.studentt_location import StudentTLocation
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "natural_parameter",
     "normal_predictor_oscillation",
     "oscillation",
+    "region_half_oscillation",
 ]
 
 
@@ -290,8 +292,7 @@ def _cauchy(op, domain, params, free):
     return _studentt_location(a, b, 1.0, params[1])
 
 
-def normal_predictor_oscillation(y_lo: float, y_hi: float, eta_lo: float, eta_hi: float, sigma: float,
-                                 scale_free: bool) -> float:
+def normal_predictor_oscillation(y_lo, y_hi, eta_lo, eta_hi, sigma, scale_free) -> np.ndarray:
     """An upper bound on one element's oscillation for a Normal whose location ``eta`` (a linear
     predictor, say) ranges over ``[eta_lo, eta_hi]`` for every record and parameter of the region,
     with ``y`` in ``[y_lo, y_hi]``; the scale is ``sigma`` (``scale_free``: the region's lower end
@@ -310,7 +311,8 @@ def normal_predictor_oscillation(y_lo: float, y_hi: float, eta_lo: float, eta_hi
     * known scale: ``osc = (sup F - inf F) / (2 sigma^2) <= 2 S / (2 sigma^2)``;
     * free scale ``>= sigma``: ``sup g = max(0, sup F) / (2 sigma^2)`` (a negative ``F`` is
       best at the largest scale, where it tends to 0) and ``inf g = min(0, inf F) / (2 sigma^2)``,
-      so ``osc <= max(far_max^2 - near_min^2, 2 S) / (2 sigma^2)``.
+      so ``osc <= max(far_max^2 - near_min^2, 2 S) / (2 sigma^2)`` (also for a scale bounded
+      above: a negative ``F`` at the largest scale is still below 0).
 
     ``h`` is convex on ``[eta_lo, eta_hi]`` (the larger of two squares) and linear beyond it, so
     ``S`` is attained at ``y_lo``, ``y_hi`` or an end of ``eta`` inside the domain. Both bounds are
@@ -318,17 +320,41 @@ def normal_predictor_oscillation(y_lo: float, y_hi: float, eta_lo: float, eta_hi
     narrower than the data (``eta in [-H, H]``, ``y in [-c, c]``, ``H <= c``) the known-scale
     bound is ``4 c H / sigma^2`` against ``2L = (c + H)^2 / sigma^2``.
     """
-    def far(y):
-        return max(y - eta_lo, eta_hi - y)
+    y_lo, y_hi = np.asarray(y_lo, float), np.asarray(y_hi, float)
+    eta_lo, eta_hi, sigma = np.asarray(eta_lo, float), np.asarray(eta_hi, float), np.asarray(sigma, float)
 
-    def near(y):
-        return max(0.0, eta_lo - y, y - eta_hi)
+    def h(y):  # far(y)^2 - near(y)^2
+        far = np.maximum(y - eta_lo, eta_hi - y)
+        near = np.maximum(0.0, np.maximum(eta_lo - y, y - eta_hi))
+        return np.square(far) - np.square(near)
 
-    points = [y_lo, y_hi] + [e for e in (eta_lo, eta_hi) if y_lo <= e <= y_hi]
-    top = max(far(y) ** 2 - near(y) ** 2 for y in points)
-    value = 2.0 * top
-    if scale_free:
-        far_max = max(y_hi - eta_lo, eta_hi - y_lo)
-        near_min = max(0.0, eta_lo - y_hi, y_lo - eta_hi)
-        value = max(value, far_max**2 - near_min**2)
-    return value / (2.0 * sigma**2) * (1.0 + 1e-12)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # the predictor's ends inside the domain (clipped: outside, they are the domain's ends)
+        top = np.maximum.reduce([h(y_lo), h(y_hi), h(np.clip(eta_lo, y_lo, y_hi)), h(np.clip(eta_hi, y_lo, y_hi))])
+        value = 2.0 * top
+        far_max = np.maximum(y_hi - eta_lo, eta_hi - y_lo)
+        near_min = np.maximum(0.0, np.maximum(eta_lo - y_hi, y_lo - eta_hi))
+        value = np.where(scale_free, np.maximum(value, np.square(far_max) - np.square(near_min)), value)
+        out = value / (2.0 * np.square(sigma)) * (1.0 + 1e-12)
+    # an infinite predictor end or a zero scale: no finite bound
+    return np.where(np.isfinite(out), out, np.inf)
+
+
+@singledispatch
+def region_half_oscillation(op, domain: Domain, params: tuple) -> np.ndarray | None:
+    """Half the oscillation, per element, of a factor over a region of its parameters (given as
+    the region rules' Spans and Windows), where the family has it; None otherwise. It may stand in
+    for the factor's constant in the lift (module docstring)."""
+    return None
+
+
+@region_half_oscillation.register(NormalRV)
+def _normal_region_half_oscillation(op, domain, params):
+    """A Normal whose location is a window (a predictor over private covariates, or a Span) and
+    whose scale reads no private data: :func:`normal_predictor_oscillation` on the window's hull
+    ``[o_lo - half, o_hi + half]`` (a free scale where the scale's span is not a point)."""
+    mu, sigma = params
+    a, b = domain_interval(domain, "Normal")
+    o_lo, o_hi, half = region_location(mu, "Normal", "mu")
+    s_lo, s_hi = region_span(sigma, "Normal", "sigma")
+    return 0.5 * normal_predictor_oscillation(a, b, o_lo - half, o_hi + half, s_lo, s_hi > s_lo)
