@@ -484,8 +484,7 @@ class _Certifier:
                     lo_s, hi_s = -math.inf, math.inf
                 full[name] = box.get(name, (lo_s, hi_s))
                 read_by.setdefault(name, []).append(f.name)
-            L = bm.region_L(full)
-            bound = "lipschitz"
+            L, bound = bm.region_bound(full)
             osc_model = OscillationModel.build(f, ctx)
             if osc_model is not None:  # the sharper certificate, where the family has one
                 half_osc = 0.5 * osc_model.oscillation(*(np.asarray(v, dtype=float) for v in full[osc_model.name]))

@@ -270,3 +270,15 @@ def test_a_normal_predictor_box_keeps_at_least_the_constants_mass(monkeypatch, f
         res = audit(pmod, method="numerical", max_bases=16)
         assert res.verdict == "pass", str(res)
         assert 0.9 * res.claimed <= res.measured <= res.claimed * (1 + 1e-6) + res.error
+
+
+def test_explicit_bounds_use_the_normal_predictor_oscillation():
+    """``bounds=`` on ``a + b x`` with a known scale: each record's predictor spans [-0.4, 0.4]
+    and ``y`` [-1, 1], so one draw costs ``4 c H / sigma^2 = 4 x 1 x 0.4 / 0.25 = 6.4`` (2L: 7.84),
+    and the certificate says it is half the oscillation."""
+    model, domains = _columnwise_regression(n=50)
+    pmod = pymc_dp.make_private(model, bounds={"a": (-0.2, 0.2), "b": (-0.2, 0.2)}, draws=1, data=domains, ledger=None)
+    (factor,) = pmod.certificate.factors
+    assert factor.bound == "oscillation"
+    assert pmod.certificate.epsilon_per_draw == pytest.approx(6.4, rel=1e-9)
+    assert "half the oscillation" in str(pmod.certificate)
