@@ -417,10 +417,18 @@ def solve_box(factor: Factor, share: float, ctx):
     if built is None:
         return None
     bm, axes = built
-    searches = [ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx))]
-    if bm.oscillation:  # the search is local: the constant's own landscape may lead to a better box
-        searches.append(ctx.cached(ctx.key(factor, "box_search_lipschitz"), lambda: _Search(bm.lipschitz_only(), axes, ctx)))
-    found = [(s, r) for s in searches for r in [s.solve(share)] if r is not None]
+    # The constant's search first. Where the family has an oscillation that is smaller at the box
+    # found (or no box fits), the oscillation's search too: it is local, and either landscape
+    # can lead to the better box, so the one of more prior mass is kept.
+    by_constant = bm.lipschitz_only() if bm.oscillation else bm
+    searches = [ctx.cached(ctx.key(factor, "box_search_lipschitz"), lambda: _Search(by_constant, axes, ctx))]
+    first = searches[0].solve(share)
+    found = [] if first is None else [(searches[0], first)]
+    if bm.oscillation and (first is None or bm.region_bound(first[0])[1] == "oscillation"):
+        searches.append(ctx.cached(ctx.key(factor, "box_search"), lambda: _Search(bm, axes, ctx)))
+        second = searches[1].solve(share)
+        if second is not None:
+            found.append((searches[1], second))
     min_L = min(s.min_L for s in searches)
     if not found and not math.isfinite(min_L):
         return None  # no box has a finite certified bound: let the Potential solver try
