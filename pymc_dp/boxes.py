@@ -105,8 +105,9 @@ class BoxModel:
         self.oscillation = region_half_oscillation.dispatch(type(factor.op)) is not region_half_oscillation.dispatch(object)
 
     def lipschitz_only(self) -> "BoxModel":
-        """This model with the family's constant alone (the oscillation's box search can land on
-        a worse local optimum: :func:`solve_box` runs both and keeps the better box)."""
+        """This model with the family's constant alone. The box search is local, and the
+        oscillation's landscape can lead it to a worse optimum: :func:`solve_box` searches with
+        this model first, and with the oscillation too only where it is smaller at the box found."""
         other = copy.copy(self)
         other.oscillation = False
         return other

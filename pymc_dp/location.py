@@ -171,7 +171,7 @@ def solve_affine(factor: Factor, share: float, ctx: RegionContext) -> FactorRegi
         bound = "oscillation"
         y_lo, y_hi = domain_interval(obs_domain, "Normal")
 
-        def rule_L(center, half, sigma):
+        def rule_L(center, half, sigma):  # half the oscillation stands in for L in the lift
             osc = normal_predictor_oscillation(y_lo, y_hi, center - half, center + half, sigma, scale_name is not None)
             return n_elem * 0.5 * float(osc)
 
