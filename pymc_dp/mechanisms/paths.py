@@ -93,7 +93,7 @@ def noisy_statistics(
         and the coefficients come out much closer (``docs/mechanisms.md``). Its posterior is
         sampled with a dense mass matrix (``init="jitter+adapt_full"`` unless ``init=`` is
         given): with PyMC's diagonal one its intervals undercovered (0.84 of 0.90); with the dense
-        one they cover 0.915 (120 datasets at epsilon = 5, ``benchmarks/results/calibration.md``).
+        one they cover 0.895 (200 datasets at epsilon = 5, ``benchmarks/results/calibration.md``).
         :func:`recommend` proposes it where the first stage can set a narrow band.
     stages : sequence of (float, float), optional
         Logistic regressions only: the plan of the private Newton steps
@@ -295,7 +295,7 @@ def _recommend_regression(mech, epsilon: float) -> Recommendation:
             f". Released in two stages (refine={REFINE:g}): at epsilon_1 = {(1 - REFINE) * float(epsilon):g} the first "
             f"stage's noise alone sets a residual band of about +-{band:.3g}, under half the outcome's half-range "
             f"{half:g}, so the second stage pays for the residuals' spread instead of the outcome's range and comes "
-            "closer to the non-private posterior (calibrated: 0.915 of 0.90 over 120 datasets at epsilon = 5, "
+            "closer to the non-private posterior (calibrated: 0.895 of 0.90 over 200 datasets at epsilon = 5, "
             "benchmarks/results/calibration.md)"
         )
     return Recommendation("noisy_statistics", reason, inflation, options)

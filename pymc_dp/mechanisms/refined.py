@@ -221,7 +221,7 @@ class RefinedRegression(NoisyRegression):
                  "about the first stage's fit")
     #: a dense mass matrix: the second stage pins ``w + sigma L⁻ᵀu`` and leaves ``w`` and ``u``
     #: strongly correlated, which a diagonal adaptation under-explores (calibration 0.84 over 65
-    #: datasets with it, 0.915 over 120 with the dense one; docs/mechanisms.md). ``init=`` overrides it.
+    #: datasets with it, 0.895 over 200 with the dense one; docs/mechanisms.md). ``init=`` overrides it.
     default_init = "jitter+adapt_full"
 
     def __init__(self, model, *, refine: float, **kwargs):
