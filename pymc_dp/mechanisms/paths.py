@@ -307,9 +307,12 @@ def _recommend_logistic(mech, epsilon: float) -> Recommendation:
 
     The threshold is measured, not derived: on the gallery's census regression (age and age²
     nearly collinear: the hardest direction has 1/1000 of the largest information) the last
-    iterate of 400 walks lands within 2 posterior sds for every coefficient in 99.8% of releases
-    at ``n epsilon = 3.3e5``, 96% at ``2e5``, 66% at ``1e5`` and 2% at ``3e4``
-    (``benchmarks/gallery_logistic.py``); the covariates' spread, which decides it, is private."""
+    iterate of 400 walks lands within 2 posterior sds for every coefficient in 99.5% of releases
+    at ``n epsilon = 3.3e5``, 96% at ``2e5``, 65% at ``1e5`` and 1.5% at ``3e4``
+    (``benchmarks/gallery_logistic.py``); the covariates' spread, which decides it, is private.
+    Below the threshold neither path is expected to come close on such data: on the census
+    regression at ``n epsilon = 3e3`` posterior sampling lands a median 3.7 posterior sds away
+    (``docs/gallery.md``), and the advice says so."""
     n = mech.rows[mech.logistic.y]
     budget = n * float(epsilon)
     if budget >= NEWTON_N_EPSILON:
@@ -324,7 +327,10 @@ def _recommend_logistic(mech, epsilon: float) -> Recommendation:
     reason = (
         f"private Newton steps apply (a logistic regression), but with n epsilon = {budget:.3g} < {NEWTON_N_EPSILON:.3g} "
         "their noise dominates the score (on the census data they missed by hundreds of sds at n epsilon = 3e4); "
-        "posterior sampling with a truncated prior serves better there"
+        "posterior sampling with a truncated prior serves better there. Expect neither to come close to the "
+        "non-private posterior at such n epsilon where covariates are nearly collinear (census data at n epsilon = 3e3: "
+        "posterior sampling a median 3.7 posterior sds away, docs/gallery.md); more records or a larger epsilon is "
+        "what helps"
     )
     return Recommendation("make_private", reason, {})
 

@@ -387,3 +387,5 @@ def test_recommend_proposes_newton_steps_from_n_epsilon_2e5():
         rec = pymc_dp.recommend(two_covariates(n=n), epsilon=20.0, data=DOMAINS)
         assert rec.path == path, rec.reason
         assert "private Newton steps" in rec.reason
+        # below the threshold the advice does not promise a useful release
+        assert ("more records or a larger epsilon" in rec.reason) == (path == "make_private")
