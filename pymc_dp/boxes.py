@@ -65,7 +65,7 @@ from pymc_dp.reference import fit_utility
 from pymc_dp.rules import rule_info
 from pymc_dp.rules.base import Bounds
 from pymc_dp.rules.discrete import min_lipschitz
-from pymc_dp.rules.oscillation import region_half_oscillation
+from pymc_dp.rules.oscillation import has_region_oscillation, region_half_oscillation
 from pymc_dp.rules.region import NestedRegion, NoRegionRule, Span, Window, region_lipschitz, region_spec
 
 __all__ = ["BoxModel", "BoxModelUnsupported", "solve_box", "certified_floor", "packed_cholesky_diagonal"]
@@ -102,7 +102,7 @@ class BoxModel:
         self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
         self.exact = all(_exact(f) for f in factor.forms)
         #: whether half the family's oscillation may stand in for its constant (where smaller)
-        self.oscillation = region_half_oscillation.dispatch(type(factor.op)) is not region_half_oscillation.dispatch(object)
+        self.oscillation = has_region_oscillation(factor.op)
 
     def lipschitz_only(self) -> "BoxModel":
         """This model with the family's constant alone. The box search is local, and the

@@ -73,6 +73,7 @@ __all__ = [
     "LaplaceLocation",
     "NaturalParameter",
     "StudentTLocation",
+    "has_region_oscillation",
     "natural_parameter",
     "normal_predictor_oscillation",
     "oscillation",
@@ -346,6 +347,11 @@ def region_half_oscillation(op, domain: Domain, params: tuple) -> np.ndarray | N
     the region rules' Spans and Windows), where the family has it; None otherwise. It may stand in
     for the factor's constant in the lift (module docstring)."""
     return None
+
+
+def has_region_oscillation(op) -> bool:
+    """Whether the family of the RV Op ``op`` registered :func:`region_half_oscillation`."""
+    return region_half_oscillation.dispatch(type(op)) is not region_half_oscillation.dispatch(object)
 
 
 @region_half_oscillation.register(NormalRV)

@@ -15,7 +15,13 @@ import pymc as pm
 import pytest
 
 from pymc_dp.domains import Binary, Integers, Interval
-from pymc_dp.rules.oscillation import LaplaceLocation, natural_parameter, normal_predictor_oscillation, oscillation
+from pymc_dp.rules.oscillation import (
+    LaplaceLocation,
+    has_region_oscillation,
+    natural_parameter,
+    normal_predictor_oscillation,
+    oscillation,
+)
 
 #: label -> (dist factory of theta, domain, free index, fixed params, [lo, hi], records grid)
 CASES = {
@@ -160,3 +166,11 @@ def test_the_normal_predictor_oscillation_bounds_a_regression_and_is_attained(sc
     claimed = normal_predictor_oscillation(-1.0, 1.0, -(R + B), R + B, sigma, scale_free)
     assert best <= claimed
     assert best >= 0.999 * claimed
+
+
+def test_only_the_normal_registers_a_region_oscillation():
+    """The box solver asks this before it searches with the oscillation: a Normal (a linear
+    predictor's family) has one; a family without a region rule for it does not."""
+    assert has_region_oscillation(pm.Normal.dist(0, 1).owner.op)
+    assert not has_region_oscillation(pm.Poisson.dist(1).owner.op)
+    assert not has_region_oscillation(pm.StudentT.dist(nu=3, mu=0, sigma=1).owner.op)
