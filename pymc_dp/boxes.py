@@ -62,6 +62,7 @@ from pymc_dp.intervals import BoxEvaluator, UnsupportedExpression
 from pymc_dp.masses import box_log_mass
 from pymc_dp.potential import search_minimum
 from pymc_dp.reference import fit_utility
+from pymc_dp.region_context import is_exchangeable
 from pymc_dp.rules import rule_info
 from pymc_dp.rules.base import Bounds
 from pymc_dp.rules.discrete import min_lipschitz
@@ -357,7 +358,7 @@ def _axis(name: str, ctx) -> _Axis | None:
             hull = (0.0, 1.0) if tname in ("SimplexTransform", "StickBreaking") else (-math.inf, math.inf)
             zeros = np.zeros(shape)
             return _Axis(name, shape, zeros, zeros + 1, zeros + 1, hull, True, fixed=True)
-    uniform = _exchangeable(rv)
+    uniform = is_exchangeable(rv)
     pooled = draws.reshape(len(draws), -1)
     if uniform:
         q = np.quantile(pooled, [0.158655, 0.5, 0.841345])
@@ -376,18 +377,6 @@ def _search_draws(ctx) -> dict:
     """The public draws the box's axes are placed by: the admissible prior's with
     ``split="fit"`` (:mod:`pymc_dp.reference`), else the prior's."""
     return ctx.reference.draws if getattr(ctx, "reference", None) is not None else ctx.draws
-
-
-def _exchangeable(rv) -> bool:
-    """Whether every element of ``rv`` has the same prior (its parameters are broadcast scalars)."""
-    op = rv.owner.op
-    if getattr(op, "ndim_supp", 0) != 0:
-        return False
-    try:
-        params = op.dist_params(rv.owner)
-    except Exception:  # pragma: no cover - symbolic RVs
-        return False
-    return all(all(b for b in p.type.broadcastable) for p in params)
 
 
 # --------------------------------------------------------------------------- the solver

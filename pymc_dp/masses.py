@@ -24,7 +24,7 @@ from pytensor.graph.traversal import ancestors
 from scipy import stats
 
 from pymc_dp.constraints import IntervalConstraint, NormBallConstraint, PotentialConstraint, constraints_box
-from pymc_dp.region_context import EVAL_MODE, RegionContext, constant_params, is_root
+from pymc_dp.region_context import EVAL_MODE, RegionContext, constant_params, is_exchangeable, is_root
 
 __all__ = [
     "prior_mass",
@@ -53,6 +53,7 @@ class _MassModel:
         self.names = names
         self.kind: dict[str, Any] = {}
         self._batched: dict[str, Any] = {}
+        self._element: dict[str, Any] = {}
         free = ctx.free
         for name in names:
             rv = free[name]
@@ -80,6 +81,24 @@ class _MassModel:
         except Exception:
             self.kind[name] = ("indicator", None, [])
         return self.kind[name]
+
+    def _element_function(self, name: str):
+        """For a child RV of several elements with one prior for all of them (broadcast scalar
+        parameters: ``theta ~ Beta(a, b)`` per lab, ``alpha ~ N(mu_a, sigma_a)`` per county):
+        its conditional CDF function for one element, so that an interval shared by every
+        element costs one evaluation per prior draw instead of one per element and draw
+        (the oscillation solver's search; the same estimate). None where it does not apply."""
+        if name not in self._element:
+            self._element[name] = None
+            rv = self.ctx.free[name]
+            if is_exchangeable(rv) and int(np.prod(self.ctx.shapes[name], dtype=int)) > 1:
+                try:
+                    op = rv.owner.op
+                    one = op(*[p.squeeze() for p in op.dist_params(rv.owner)], rng=rv.owner.inputs[0])
+                    self._element[name] = self._logcdf_fn(one, [self.ctx.free[p] for p in self.kind[name][2]])
+                except Exception:  # pragma: no cover - a family whose single-element graph fails
+                    self._element[name] = None
+        return self._element[name]
 
     @staticmethod
     def _logcdf_fn(rv, parents):
@@ -122,7 +141,11 @@ class _MassModel:
                 total += float(np.sum(np.asarray(fn(lo_a, hi_a), float)))
             elif kind == "child":
                 args = [np.asarray(draws[p], float) for p in parents]
-                per_draw = np.asarray(fn(lo_a, hi_a, *args), float).reshape(len(args[0]), -1).sum(axis=1)
+                one = self._element_function(name) if _shared(lo_a) and _shared(hi_a) else None
+                if one is not None:  # every element's conditional mass is the same: one of them, times their number
+                    per_draw = lo_a.size * np.asarray(one(lo_a.flat[0], hi_a.flat[0], *args), float).reshape(len(args[0]))
+                else:
+                    per_draw = np.asarray(fn(lo_a, hi_a, *args), float).reshape(len(args[0]), -1).sum(axis=1)
                 weights = per_draw if weights is None else weights + per_draw
             else:
                 v = np.asarray(draws[name], float).reshape(len(draws[name]), -1)
@@ -148,6 +171,11 @@ class _MassModel:
         if indicators:
             how += f"; {', '.join(indicators)} by the share of prior draws inside"
         return total + float(m + math.log(mean)), rel_se, how
+
+
+def _shared(values: np.ndarray) -> bool:
+    """Whether every element of ``values`` is the same number (one interval for all elements)."""
+    return values.size > 1 and bool(np.all(values == values.flat[0]))
 
 
 def _interval_logmass_graph(rv):

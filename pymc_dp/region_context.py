@@ -36,6 +36,7 @@ __all__ = [
     "plain_free_rv",
     "observed_shape",
     "is_root",
+    "is_exchangeable",
     "numeric",
 ]
 
@@ -206,6 +207,29 @@ def numeric(expr) -> np.ndarray:
         ``expr.eval()`` as ``float``.
     """
     return np.asarray(expr.eval(), dtype=float)
+
+
+def is_exchangeable(rv) -> bool:
+    """Whether every element of ``rv`` has the same prior: a scalar-support RV whose parameters
+    are broadcast scalars (``theta ~ Beta(a, b)`` per lab, ``alpha ~ N(mu_a, sigma_a)`` per county).
+
+    Parameters
+    ----------
+    rv : TensorVariable
+        A free RV.
+
+    Returns
+    -------
+    bool
+    """
+    op = rv.owner.op
+    if getattr(op, "ndim_supp", 0) != 0:
+        return False
+    try:
+        params = op.dist_params(rv.owner)
+    except Exception:  # pragma: no cover - symbolic RVs
+        return False
+    return all(all(b for b in p.type.broadcastable) for p in params)
 
 
 def is_root(rv, ctx: RegionContext) -> bool:

@@ -163,6 +163,28 @@ def test_box_mass_exact_for_roots_and_rao_blackwellised_for_a_hierarchy():
     assert how == "exact" and rel_se is None and log_mass == pytest.approx(expected, rel=1e-6)
 
 
+def test_a_shared_interval_of_exchangeable_elements_is_one_elements_mass_times_their_number(monkeypatch):
+    """Group intercepts with one prior (``alpha ~ N(mu_a, sigma_a)``, shape 5) and one interval for
+    every group: the estimate from one element's conditional CDF times 5 equals the estimate
+    from every element's (the path that the oscillation solver's searches take, 12x faster on
+    the rat tumours' 71 labs); per-group intervals still take the per-element path."""
+    from pymc_dp.masses import _MassModel
+
+    model, domains = varying_intercept()
+    ctx = pymc_dp.make_private(model, epsilon=20.0, draws=4, data=domains, ledger=None).certification.context
+    shared = {"alpha": (np.full(5, 0.2), np.full(5, 1.9)), "mu_a": (np.array(-1.0), np.array(3.0))}
+    apart = {"alpha": (np.linspace(0.1, 0.5, 5), np.linspace(1.5, 2.5, 5)), "mu_a": (np.array(-1.0), np.array(3.0))}
+    fast = _MassModel(sorted(shared), ctx)
+    fast_values = [fast.estimate(box) for box in (shared, apart)]
+    assert fast._element["alpha"] is not None  # the shared interval took the one-element path
+    monkeypatch.setattr(_MassModel, "_element_function", lambda self, name: None)
+    slow = _MassModel(sorted(shared), ctx)
+    for (log_fast, se_fast, how_fast), box in zip(fast_values, (shared, apart)):
+        log_slow, se_slow, how_slow = slow.estimate(box)
+        assert log_fast == pytest.approx(log_slow, rel=1e-10, abs=1e-10) and se_fast == pytest.approx(se_slow, rel=1e-8)
+        assert how_fast == how_slow and "Rao-Blackwellised" in how_fast
+
+
 def test_explicit_bounds_compute_epsilon_and_refuse_what_they_cannot_bound():
     model, domains = linear()
     pmod = pymc_dp.make_private(model, bounds={"Intercept": (0, 3), "slope": (-3, 3), "sigma": (5, None)}, draws=10,
