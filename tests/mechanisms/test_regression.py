@@ -179,8 +179,10 @@ def test_release_holds_public_facts_and_column_predictors_work():
     model, domains = regression(n=200, columns=True, intercept=False, sigma_free=False)
     mech = pymc_dp.noisy_statistics(model, epsilon=5.0, data=domains, ledger=None)
     assert [s.name for _, s in mech.statistics][:3] == ["sum(x1^2)", "sum(x1*x2)", "sum(x2^2)"]
-    idata = mech.sample(300, chains=1, tune=300, random_seed=0)
-    assert set(idata.posterior.data_vars) == {"beta"}
+    # few draws: the names and the report are checked here, not the posterior (this law, known
+    # scale and no intercept, runs NUTS at its tree-depth cap: about 0.2 s a draw on 2 cores)
+    idata = mech.sample(60, chains=1, tune=60, random_seed=0)
+    assert set(idata.posterior.data_vars) == {"beta"} and idata.posterior.sizes["draw"] == 60
     report = str(pymc_dp.report(idata))
     assert "sum(x1*y)" in report and "Z'Z" in report
 
