@@ -87,11 +87,12 @@ class _MassModel:
         parameters: ``theta ~ Beta(a, b)`` per lab, ``alpha ~ N(mu_a, sigma_a)`` per county):
         its conditional CDF function for one element, so that an interval shared by every
         element costs one evaluation per prior draw instead of one per element and draw
-        (the oscillation solver's search; the same estimate). None where it does not apply."""
+        (the oscillation solver's search; the same estimate). None where it does not apply.
+        Asked only for intervals of several equal elements (:func:`_shared`)."""
         if name not in self._element:
             self._element[name] = None
             rv = self.ctx.free[name]
-            if is_exchangeable(rv) and int(np.prod(self.ctx.shapes[name], dtype=int)) > 1:
+            if is_exchangeable(rv):
                 try:
                     op = rv.owner.op
                     one = op(*[p.squeeze() for p in op.dist_params(rv.owner)], rng=rv.owner.inputs[0])
