@@ -47,7 +47,7 @@ from pymc_dp.privacy_report import (
 from pymc_dp.private_data import PrivateData
 from pymc_dp.release import check_budgeted_draws, check_ledger, draws_dataset
 from pymc_dp.release import release as release_draws
-from pymc_dp.sampling import check_backend, run_mcmc, starts_at_initvals
+from pymc_dp.sampling import check_backend, pilot_unmoved, run_mcmc, starts_at_initvals
 from pymc_dp.seeds import check_mcmc_seed, exact_rng
 from pymc_dp.units import Users, describe_unit
 
@@ -327,6 +327,9 @@ class PrivateModel:
                 thin=int(thin),
                 caveat=MCMC_CAVEAT,
             )
+        if not exact:
+            self._refuse_immobile_region(self.draws // chains, kwargs)
+
         def draw() -> dict[str, xr.Dataset]:
             if exact:
                 posterior = self._sample_exact(chains, rng)
@@ -362,6 +365,44 @@ class PrivateModel:
             record=lambda ledger_now: self._record({**release, "ledger": ledger_now}),
             allow_nan=True,
         )
+
+    def _refuse_immobile_region(self, per_chain: int, kwargs: Mapping[str, Any]) -> None:
+        """Refuse, before the charge, a release whose sampler cannot move in Theta_L.
+
+        After the release, :func:`_refuse_stuck_chains` sees a chain whose every RV kept its
+        start; it cannot see a chain of one draw, nor one discrete RV stuck while NUTS moves the
+        others (a compound step). Those cases get a public pilot run on the truncated prior
+        (:func:`~pymc_dp.sampling.pilot_unmoved`, no private data read). An RV the pilot never
+        moved is refused when it is continuous (Theta_L has prior mass, so it is not a point in
+        that RV) or when the public prior draws inside Theta_L hold other values of it (the
+        region is not one value, the sampler just cannot reach the others).
+        """
+        free = [rv for rv in self.model.free_RVs if rv.name in self.certification.released_names]
+        discrete = any(rv.type.dtype.startswith(("int", "uint", "bool")) for rv in free)
+        if (per_chain > 1 and not discrete) or not starts_at_initvals(self.model, kwargs):
+            return
+        if not hasattr(self, "_unmoved"):  # public: the same answer for every release
+            start = self.certification.initvals
+            self._unmoved = pilot_unmoved(self.model, start, [rv.name for rv in free])
+        if not self._unmoved:
+            return
+        ctx = self.certification.context
+        inside = np.all([c.contains(ctx.draws) for c in self.certification.constraints], axis=0)
+        start = self.certification.initvals
+        stuck = [
+            name for name in self._unmoved
+            if not np.issubdtype(np.asarray(start[name]).dtype, np.integer)
+            or np.any(np.asarray(ctx.draws[name])[inside] != np.asarray(start[name]))
+        ]
+        if stuck:
+            raise StuckChainError(
+                f"the sampler cannot move {stuck} away from its start {[start[n].tolist() for n in stuck]} in "
+                "the truncation region: a pilot run on the truncated prior alone (public, no data read) never "
+                "moved it, although the region holds other values. Nothing was sampled or charged. Give it a "
+                "wider region (raise epsilon or lower draws), replace a discrete parameter by a continuous one "
+                "(e.g. a smooth switch, pm.math.sigmoid((t - tau) / width), with tau continuous), or set "
+                "explicit truncation bounds (bounds=...)."
+            )
 
     @contextlib.contextmanager
     def _contaminated(self):

@@ -111,11 +111,15 @@ def search_minimum(L, names, values, ctx: RegionContext, starts: int = 5, share:
         forward.append(pytensor.function([x], transform.forward(x, *rv.owner.inputs), on_unused_input="ignore"))
         backward.append(pytensor.function([vv], transform.backward(vv, *rv.owner.inputs), on_unused_input="ignore"))
     templates: list[np.ndarray] = []  # one unconstrained value per variable: the shapes to unpack
+    # the search moves in floats; a discrete RV (an integer value variable, no transform) is read
+    # at the nearest integer, which its compiled graph and its sampler's start both need
+    dtypes = [np.dtype(vv.dtype) for vv in value_vars]
 
     def unpack(z):
         out, i = [], 0
-        for template in templates:
-            out.append(z[i : i + template.size].reshape(template.shape).astype(template.dtype))
+        for template, dtype in zip(templates, dtypes):
+            part = z[i : i + template.size].reshape(template.shape)
+            out.append(np.rint(part).astype(dtype) if dtype.kind in "iub" else part.astype(dtype))
             i += template.size
         return out
 
@@ -130,9 +134,10 @@ def search_minimum(L, names, values, ctx: RegionContext, starts: int = 5, share:
     for i in np.argsort(values)[:starts]:
         templates = [np.asarray(fwd(ctx.draws[k][int(i)]), dtype=float) for fwd, k in zip(forward, names)]
         z0 = np.concatenate([t.ravel() for t in templates])
-        res = optimize.minimize(
-            objective, z0, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 400 * (len(z0) + 1)}
-        )
+        with np.errstate(invalid="ignore"):  # a simplex of +inf values: Nelder-Mead subtracts them
+            res = optimize.minimize(
+                objective, z0, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 400 * (len(z0) + 1)}
+            )
         if res.fun < best_value:
             best_value, best_z = float(res.fun), np.asarray(res.x, dtype=float)
     if best_z is None:

@@ -27,7 +27,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-__all__ = ["run_mcmc", "check_backend", "BACKENDS"]
+__all__ = ["run_mcmc", "check_backend", "BACKENDS", "pilot_unmoved"]
 
 #: the NUTS implementations run_mcmc accepts, and the modules each needs
 BACKENDS: dict[str, tuple[str, ...]] = {
@@ -187,6 +187,60 @@ def run_mcmc(
             )
         posterior = idata.posterior
     return posterior_only(posterior, model)
+
+
+def pilot_unmoved(model, initvals: Mapping[str, Any], names, *, tune: int = 300, draws: int = 200) -> list[str]:
+    """The free RVs in ``names`` that PyMC's sampler never moves from ``initvals`` on the
+    truncated prior alone (``model`` without its observed variables: nothing private is read).
+
+    A public check of the region's mobility, run before a release is charged: behind an
+    indicator potential, a step method can be unable to leave its start (a discrete RV's
+    Metropolis proposals all cross the wall), and a release of one draw per chain cannot show it
+    afterwards. Empty when ``model`` has no indicator potential (boxes and affine regions are
+    sampled in transformed coordinates, with no wall to be caught at). One chain with a fixed
+    seed: the answer is a function of the public model and start only.
+
+    Parameters
+    ----------
+    model : pm.Model
+        The rewritten (truncated) model.
+    initvals : mapping
+        The release's public start, inside Theta_L.
+    names : sequence of str
+        The free RVs to check.
+    tune, draws : int
+        Length of the pilot chain; every iteration counts, warm-up included.
+
+    Returns
+    -------
+    list of str
+        The names whose pilot draws all equal their start.
+    """
+    if not _has_region_wall(model) or not names or any(n not in initvals for n in names):
+        return []
+    from pymc.model.fgraph import ModelFreeRV, ModelPotential, fgraph_from_model, model_from_fgraph
+    from pytensor.graph.fg import FunctionGraph
+
+    fgraph, _ = fgraph_from_model(model, inlined_views=True)
+    kept = [out for out in fgraph.outputs if out.owner is not None and isinstance(out.owner.op, (ModelFreeRV, ModelPotential))]
+    prior = model_from_fgraph(FunctionGraph(outputs=kept, clone=False), mutate_fgraph=True)
+    with without_short_trace_warning(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logger = logging.getLogger("pymc")
+        level = logger.level
+        logger.setLevel(logging.ERROR)  # the pilot is not the user's run: no sampler chatter
+        try:
+            idata = pm.sample(draws=draws, tune=tune, chains=1, model=prior, initvals=dict(initvals),
+                              init="adapt_diag", random_seed=0, progressbar=False, discard_tuned_samples=False,
+                              compute_convergence_checks=False, return_inferencedata=True)
+        finally:
+            logger.setLevel(level)
+    runs = [idata[group] for group in ("warmup_posterior", "posterior") if group in idata]
+    return [
+        name for name in names
+        if all(np.array_equal(np.asarray(run[name].values),
+                              np.broadcast_to(np.asarray(initvals[name]), run[name].shape)) for run in runs)
+    ]
 
 
 def rhat_by_variable(posterior: xr.Dataset, names) -> dict[str, float]:

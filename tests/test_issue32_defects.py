@@ -1,0 +1,65 @@
+"""Defects found trying models the gallery does not hold (issue 32, item 4): each a regression
+test that failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+import pymc_dp
+from pymc_dp.sampling import pilot_unmoved
+
+
+def _switchpoint():
+    """The coal-mining switchpoint model as PyMC's introduction writes it; the counts private."""
+    years = np.arange(1851, 1871)
+    rng = np.random.default_rng(0)
+    counts = np.r_[rng.poisson(3, 10), rng.poisson(1, 10)]
+    with pm.Model() as model:
+        switchpoint = pm.DiscreteUniform("switchpoint", lower=years.min(), upper=years.max())
+        early_rate = pm.Exponential("early_rate", 1.0)
+        late_rate = pm.Exponential("late_rate", 1.0)
+        rate = pm.math.switch(switchpoint >= years, early_rate, late_rate)
+        pm.Poisson("disasters", rate, observed=pm.Data("counts", counts))
+    return model
+
+
+COUNTS = {"counts": pymc_dp.Integers(0, 10)}
+
+
+def test_switchpoint_model_certifies_or_is_refused_typed_at_every_draw_count():
+    # the fallback search fed a float to the integer switchpoint: a raw PyTensor TypeError
+    with pytest.raises(pymc_dp.BudgetExceededError, match="disasters"):
+        pymc_dp.certify(_switchpoint(), epsilon=10.0, draws=2, data=COUNTS)
+    cert = pymc_dp.certify(_switchpoint(), epsilon=20.0, draws=2, data=COUNTS)
+    start = cert.initvals["switchpoint"]
+    assert np.issubdtype(np.asarray(start).dtype, np.integer) and 1851 <= start <= 1870
+
+
+def test_pilot_on_the_truncated_prior_finds_a_discrete_rv_that_cannot_move():
+    with pm.Model() as walled:  # a region {0, 20}: Metropolis's unit steps all cross the wall
+        k = pm.DiscreteUniform("k", 0, 20)
+        pm.Normal("x", 0, 1)
+        pm.Potential("f__dp_theta_L", pt.switch(pt.eq(k, 0) | pt.eq(k, 20), 0.0, -np.inf))
+    assert pilot_unmoved(walled, {"k": np.int64(20), "x": np.float64(0.0)}, ["k", "x"], tune=100, draws=50) == ["k"]
+    pmod = pymc_dp.make_private(_switchpoint(), epsilon=10.0, draws=1, data=COUNTS, ledger=None)
+    names = ["switchpoint", "early_rate", "late_rate"]
+    assert pilot_unmoved(pmod.model, pmod.certification.initvals, names) == []  # this region is not a trap
+
+
+def test_one_draw_release_that_cannot_move_is_refused_before_the_charge(monkeypatch, tmp_path):
+    import pymc_dp.core as core
+
+    ledger = pymc_dp.Ledger(tmp_path / "l.sqlite")
+    pmod = pymc_dp.make_private(_switchpoint(), epsilon=10.0, draws=1, data=COUNTS, ledger=ledger)
+
+    def sampled(*args, **kwargs):  # pragma: no cover - reached only on a bug
+        raise AssertionError("sampled the private model although the pilot could not move")
+
+    monkeypatch.setattr(core, "pilot_unmoved", lambda model, start, names, **kw: ["switchpoint"])
+    monkeypatch.setattr(core, "run_mcmc", sampled)
+    with pytest.raises(pymc_dp.StuckChainError, match=r"\['switchpoint'\].*Nothing was sampled or charged"):
+        pmod.sample(random_seed=1)
+    assert pmod.spent().epsilon == 0.0
