@@ -755,35 +755,53 @@ element_lipschitz.register(RandomWalkRV)(_random_walk_refusal)
 def detect_lagged_copies(
     values: dict[str, np.ndarray], max_lag: int = 10, min_overlap: int = 2, min_distinct: int = 1
 ) -> list[tuple[str, str, int]]:
-    """Pairs of 1-D containers of equal length where one is a lagged copy of the other.
+    """Pairs of columns of equal length where one is a lagged copy of the other.
 
-    Returns every ``(a, b, k)`` with ``a != b``, ``1 <= k <= max_lag`` and ``values[a][k:] ==
-    values[b][:-k]``, i.e. ``b[t] = a[t + k]``: ``b`` runs ``k`` steps ahead of ``a`` (for
-    ``y = s[1:]`` and ``y_lag = s[:-1]`` that is ``("y_lag", "y", 1)``), with at least two
-    overlapping values (a single equal value is no evidence). A time series entered as two containers puts one
+    Every container is read as columns along its first (record) axis: a 1-D container is one
+    column named by itself, a 2-D one is ``name[:, j]`` for each ``j``, a higher one is flattened
+    per row (``name[:, j]`` then indexes the flattened row). Columns are compared across
+    containers and within one (a design matrix holding ``y_{t-1}`` and ``y_{t-2}``).
+
+    Returns every ``(a, b, k)`` with ``a != b``, ``1 <= k <= max_lag`` and ``a[k:] == b[:-k]``,
+    i.e. ``b[t] = a[t + k]``: ``b`` runs ``k`` steps ahead of ``a`` (for ``y = s[1:]`` and
+    ``y_lag = s[:-1]`` that is ``("y_lag", "y", 1)``), with at least two overlapping values (a
+    single equal value is no evidence). A time series entered as two columns puts one
     observation in two rows, which a row-independent unit (``"record"``) would not see.
     ``min_overlap`` and ``min_distinct`` make a coincidence unlikely (short or binary columns can
-    match by chance): at least that many overlapping values, and that many distinct values.
+    match by chance): at least that many overlapping values, and that many distinct values. A
+    column of a matrix with one value (an intercept) equals every shift of itself and of any other
+    such column: it is never a series.
     """
-    arrays = {}
+    columns: dict[str, np.ndarray] = {}
     for name, v in values.items():
         arr = np.asarray(v)
-        if arr.ndim == 1 and arr.dtype.kind in "biuf" and len(np.unique(arr)) >= min_distinct:
-            arrays[name] = arr
+        if arr.ndim < 1 or arr.dtype.kind not in "biuf":
+            continue
+        arr = arr.astype(np.float64)  # an integer copy of a float series is the same series
+        if arr.ndim == 1:
+            if len(np.unique(arr)) >= min_distinct:
+                columns[name] = arr
+            continue
+        flat = arr.reshape(arr.shape[0], -1)
+        for j in range(flat.shape[1]):
+            col = flat[:, j]
+            if len(np.unique(col)) >= max(2, min_distinct):
+                columns[f"{name}[:, {j}]"] = col
     out = []
-    names = sorted(arrays)
-    for na in names:
+    names = sorted(columns)
+    head = 3  # candidates by the first values of the overlap, then checked in full
+    for k in range(1, int(max_lag) + 1):
+        starts: dict[tuple, list[str]] = {}
+        for na in names:
+            x = columns[na]
+            if k <= len(x) - max(2, int(min_overlap)):
+                starts.setdefault((len(x), x[k : k + head].tobytes()), []).append(na)
         for nb in names:
-            if na == nb:
-                continue
-            x, y = arrays[na], arrays[nb]
-            n = len(x)
-            if len(y) != n:
-                continue
-            for k in range(1, min(int(max_lag), n - max(2, int(min_overlap))) + 1):
-                if np.array_equal(x[k:], y[:-k]):
+            y = columns[nb]
+            for na in starts.get((len(y), y[:head].tobytes()), ()):
+                if na != nb and np.array_equal(columns[na][k:], y[:-k]):
                     out.append((na, nb, k))
-    return out
+    return sorted(out, key=lambda t: (t[0], t[1], t[2]))
 
 
 def refuse_lagged_copies(
@@ -808,7 +826,7 @@ def refuse_lagged_copies(
             return
     a, b, k = pairs[0]
     raise UnsupportedFactorError(
-        f"private containers {a!r} and {b!r} hold one series twice ({b}[t] == {a}[t + {k}]): one "
+        f"private data {a!r} and {b!r} hold one series twice ({b}[t] == {a}[t + {k}]): one "
         f"observation would sit in two rows, but unit={unit!r} treats rows as independent. Model "
         f"the series with pm.AR on one container (its record is one observation and the rule "
         f"counts every term it enters), or use a Users unit whose ids keep rows t and t + {k} "

@@ -22,6 +22,7 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
+import pymc_dp
 from pymc_dp.domains import Ball, Integers, Interval
 from pymc_dp.exceptions import UnsupportedFactorError
 from pymc_dp.rules import (
@@ -653,18 +654,48 @@ def test_detect_lagged_copies():
         "y": y[1:], "y_lag": y[:-1],  # k = 1
         "y3": y[3:], "z": np.r_[y[:-3], np.zeros(0)][: 17],
         "other": np.random.default_rng(0).normal(size=19),
-        "X": np.ones((19, 2)),  # not 1-D: ignored
+        "X": np.ones((19, 2)),  # constant columns (intercepts): no series
     }
     found = detect_lagged_copies(values)
     assert ("y_lag", "y", 1) in found and ("z", "y3", 3) in found
     assert all(k >= 1 for _, _, k in found)
     assert not any("other" in (a, b) for a, b, _ in found)
-    assert not any("X" in (a, b) for a, b, _ in found)
+    assert not any("X" in a + b for a, b, _ in found)
     s = np.random.default_rng(1).normal(size=30)
     found = detect_lagged_copies({"a": s[4:], "b": s[:-4]}, max_lag=10)
     assert found == [("b", "a", 4)]  # a[t] = b[t + 4]
     assert detect_lagged_copies({"a": s[4:], "b": s[:-4]}, max_lag=3) == []
     assert detect_lagged_copies({"a": s[:10], "b": s[:11]}) == []  # different lengths
+
+
+def test_lagged_copies_in_columns_and_slices_of_any_shape():
+    s = np.random.default_rng(2).normal(size=40)
+    # an AR(1) as a regression on a lagged copy entered as a column: y[1:] and y[:-1, None]
+    assert detect_lagged_copies({"y": s[1:], "ylag": s[:-1, None]}) == [("ylag[:, 0]", "y", 1)]
+    # a design matrix holding y_{t-1} and y_{t-2} (and an intercept): within one container
+    X = np.column_stack([np.ones(38), s[1:-1], s[:-2]])
+    found = detect_lagged_copies({"X": X, "y": s[2:]})
+    assert ("X[:, 2]", "X[:, 1]", 1) in found and ("X[:, 1]", "y", 1) in found and ("X[:, 2]", "y", 2) in found
+    # a slice of a 3-D container, flattened per row; an integer copy of the same series
+    cube = np.stack([np.c_[s[:-1], s[:-1] * 0.5], np.c_[s[:-1] * 2, s[:-1] + 1]], axis=1)  # (39, 2, 2)
+    assert ("cube[:, 0]", "y", 1) in detect_lagged_copies({"cube": cube, "y": s[1:]})
+    counts = np.random.default_rng(3).poisson(5, size=30)
+    assert detect_lagged_copies({"c": counts[1:], "c_lag": counts[:-1, None].astype(float)}) == [("c_lag[:, 0]", "c", 1)]
+    with pytest.raises(UnsupportedFactorError, match=r"'ylag\[:, 0\]' and 'y'.*pm.AR"):
+        refuse_lagged_copies({"y": s[1:], "ylag": s[:-1, None]}, "record")
+    refuse_lagged_copies({"y": s[1:], "X": np.c_[np.ones(39), s[1:] * 2.0]}, "record")  # no lagged copy
+
+
+def test_regression_on_a_lagged_column_is_refused_under_record():
+    y = np.random.default_rng(4).normal(size=60).cumsum() * 0.1
+    with pm.Model() as model:
+        ylag = pm.Data("ylag", y[:-1, None])
+        rho = pm.Normal("rho", 0, 1, shape=1)
+        sigma = pm.HalfNormal("sigma", 1)
+        pm.Normal("obs", ylag @ rho, sigma, observed=pm.Data("y", y[1:]))
+    box = pymc_dp.Box([-10.0], [10.0])
+    with pytest.raises(UnsupportedFactorError, match=r"'ylag\[:, 0\]' and 'y'"):
+        pymc_dp.certify(model, epsilon=10.0, draws=2, data={"y": pymc_dp.Interval(-10, 10), "ylag": box})
 
 
 def test_refuse_lagged_copies():
