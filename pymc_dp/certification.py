@@ -208,6 +208,27 @@ def certify(
     )
 
 
+def check_claims(regions: Mapping[str, Any], lipschitz: Mapping[str, float], reads, unit, eps0: float) -> None:
+    """Fail closed before a certificate is issued: every factor's certified bound is a number at
+    most its share, and the shares lift to at most the per-draw budget. A NaN anywhere fails
+    (``a <= b`` is False for NaN; ``not a > b`` would pass it). A failure is a bug in a solver,
+    never the user's: it raises :class:`PrivacyError` and nothing is certified."""
+    for name, region in regions.items():
+        share = lipschitz[name]
+        certified = getattr(region, "certified_lipschitz", None)
+        if not (0.0 <= share < math.inf) or (certified is not None and not certified <= share * (1 + 1e-9)):
+            raise PrivacyError(
+                f"internal check failed for factor {name!r}: its certified bound {certified!r} does not fit its share "
+                f"{share!r} of the budget. This is a bug in pymc_dp; nothing was certified. Please report it."
+            )
+    eps_lifted = lift.epsilon_per_draw_from_Delta(lift.lift(dict(lipschitz), reads, unit))
+    if not eps_lifted <= eps0 * (1 + 1e-9):
+        raise PrivacyError(
+            f"internal check failed: the factors' shares lift to epsilon per draw {eps_lifted!r}, above the budget's "
+            f"{eps0!r}. This is a bug in pymc_dp; nothing was certified. Please report it."
+        )
+
+
 def _family_of(factor, contamination) -> str:
     """A factor's family as the certificate states it: a contaminated factor says by what."""
     if contamination is None:
@@ -308,6 +329,7 @@ class _Certifier:
             budget_split = self._split(ctx, eps0, split)
             regions = dict(budget_split.regions)
             lipschitz = {name: r.share for name, r in regions.items()}
+            check_claims(regions, lipschitz, reads, self.unit, eps0)
             mass, mass_method = budget_split.prior_mass, budget_split.prior_mass_method
             mode = "budget"
         else:
@@ -318,7 +340,7 @@ class _Certifier:
             cons = [c for r in regions.values() for c in r.constraints]
             mass, mass_method = prior_mass(cons, ctx) if cons else (1.0, "exact")
         guarantee = accounting.compose(eps0, draws, delta)
-        if mode == "bounds" and epsilon is not None and guarantee.epsilon > epsilon * (1 + 1e-12):
+        if mode == "bounds" and epsilon is not None and not guarantee.epsilon <= epsilon * (1 + 1e-12):  # NaN fails closed
             raise BudgetExceededError(
                 f"the truncation bounds={dict(bounds)!r} cost epsilon = {guarantee.epsilon:.4g} for {draws} "
                 f"draw(s) (epsilon per draw {eps0:.4g}), above epsilon = {epsilon:g}. Narrow the bounds of "

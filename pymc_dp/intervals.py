@@ -63,10 +63,42 @@ Box = Mapping[str, tuple[Any, Any]]
 
 
 def _mul_ends(a, b):
-    """Elementwise ``a * b`` with ``0 * inf = 0`` (a product of interval ends)."""
-    with np.errstate(invalid="ignore"):
+    """Elementwise ``a * b`` of interval ends, with ``0 * inf = 0``.
+
+    An end of exactly 0 times an infinite end is 0: every value of the other interval times 0 is
+    0. Nothing else is mapped: a NaN end (an unknown bound) stays NaN, and :meth:`BoxEvaluator.__call__`
+    widens it to an infinite end. (Mapping every NaN product to 0 let a NaN range of ``X @ w``
+    with ``w`` unbounded count as 0 in ``b + X @ w``: a false certificate, issue 32.)"""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    zero_times_inf = ((a == 0.0) & np.isinf(b)) | (np.isinf(a) & (b == 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
         out = a * b
-    return np.where(np.isnan(out), 0.0, out)
+    return np.where(zero_times_inf, 0.0, out)
+
+
+def _matmul_ends(M: np.ndarray, v: np.ndarray, left: bool) -> np.ndarray:
+    """``M @ v`` (``left``) or ``v @ M`` of a finite public matrix and interval ends ``v``, with
+    ``0 * inf = 0`` in every product (as :func:`_mul_ends`) and ``inf - inf`` a NaN (unknown:
+    widened by :meth:`BoxEvaluator.__call__`). BLAS's matmul gives ``0 * inf = NaN`` where a public
+    design matrix's zero entry meets an unbounded coefficient, and NaN for every row of a matrix
+    with entries of both signs."""
+    M, v = np.asarray(M, float), np.asarray(v, float)
+    if not np.all(np.isfinite(M)):
+        raise UnsupportedExpression("a product with a public matrix that holds NaN or infinite values")
+    prod = (lambda a, b: a @ b) if left else (lambda a, b: b @ a)
+    finite = np.where(np.isfinite(v), v, 0.0)
+    out = prod(M, finite)
+    if np.all(np.isfinite(v)):
+        return out
+    pos_M, neg_M = (M > 0.0).astype(float), (M < 0.0).astype(float)
+    up, down = (v == np.inf).astype(float), (v == -np.inf).astype(float)
+    # how many products are +inf and how many -inf (a NaN end counts as both: unknown)
+    unknown = np.isnan(v).astype(float)
+    plus = prod(pos_M, up + unknown) + prod(neg_M, down + unknown)
+    minus = prod(pos_M, down + unknown) + prod(neg_M, up + unknown)
+    out = np.where(plus > 0, np.inf, out)
+    out = np.where(minus > 0, -np.inf, out)
+    return np.where((plus > 0) & (minus > 0), np.nan, out)
 
 
 @dataclass
@@ -99,6 +131,19 @@ class _Val:
     @classmethod
     def interval(cls, lo, hi) -> "_Val":
         return cls(np.asarray(lo, float), np.asarray(hi, float))
+
+
+def _fail_closed(v: _Val) -> _Val:
+    """``v`` with every unknown end widened: a NaN lower end is ``-inf``, a NaN upper end ``+inf``
+    (NaN comes from ``inf - inf``, ``0 * inf`` outside :func:`_mul_ends`, a function outside its
+    domain). An affine form with a non-finite part is dropped (the interval alone is sound)."""
+    lo, hi = np.asarray(v.lo, float), np.asarray(v.hi, float)
+    bad_lo, bad_hi = np.isnan(lo), np.isnan(hi)
+    if not (bad_lo.any() or bad_hi.any()):
+        if v.affine and not (np.all(np.isfinite(v.c)) and np.all(np.isfinite(v.e)) and (v.A is None or np.all(np.isfinite(v.A)))):
+            return _Val.interval(lo, hi)
+        return v
+    return _Val.interval(np.where(bad_lo, -np.inf, lo), np.where(bad_hi, np.inf, hi))
 
 
 def _shape_of(v: _Val):
@@ -292,8 +337,9 @@ class BoxEvaluator:
             rv = self.free[name]
             lo, hi = box[name]
             shape = tuple(int(s) for s in self._rv_shape(rv))
-            lo = np.broadcast_to(np.asarray(lo, float), shape)
-            hi = np.broadcast_to(np.asarray(hi, float), shape)
+            # an unknown end (NaN) is an open one: fail closed
+            lo = np.broadcast_to(np.nan_to_num(np.asarray(lo, float), nan=-np.inf, posinf=np.inf, neginf=-np.inf), shape)
+            hi = np.broadcast_to(np.nan_to_num(np.asarray(hi, float), nan=np.inf, posinf=np.inf, neginf=-np.inf), shape)
             sizes.append((name, rv, lo, hi))
         m = sum(lo.size for _, _, lo, hi in sizes if np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)))
         offset = 0
@@ -312,7 +358,7 @@ class BoxEvaluator:
         for node in self.nodes:
             outs = self._apply(node, [self._value_of(i, env) if (i in env or i in self.depends or i in self.rv_of) else None for i in node.inputs], m)
             for o, v in zip(node.outputs, outs):
-                env[o] = v
+                env[o] = _fail_closed(v)
         result = []
         for out in self.outputs:
             v = self._value_of(out, env)
@@ -482,12 +528,9 @@ class BoxEvaluator:
 
             P, N = np.maximum(M, 0.0), np.minimum(M, 0.0)
             lo_v, hi_v = np.broadcast_to(v.lo, shape), np.broadcast_to(v.hi, shape)
-            if xc:
-                lo = _matmul(P, lo_v) + _matmul(N, hi_v)
-                hi = _matmul(P, hi_v) + _matmul(N, lo_v)
-            else:
-                lo = _matmul(lo_v, P) + _matmul(hi_v, N)
-                hi = _matmul(hi_v, P) + _matmul(lo_v, N)
+            with np.errstate(invalid="ignore"):  # inf - inf: NaN, widened in __call__
+                lo = _matmul_ends(P, lo_v, xc) + _matmul_ends(N, hi_v, xc)
+                hi = _matmul_ends(P, hi_v, xc) + _matmul_ends(N, lo_v, xc)
             if v.affine:
                 c = lin(np.broadcast_to(v.c, shape))
                 e = (np.abs(M) @ np.broadcast_to(v.e, shape)) if xc else (np.broadcast_to(v.e, shape) @ np.abs(M))
@@ -592,10 +635,6 @@ def _as_index(raw):
 
 def _broadcast_A_shape(A: np.ndarray, shape) -> np.ndarray:
     return np.broadcast_to(A, tuple(shape) + (A.shape[-1],))
-
-
-def _matmul(a, b):
-    return np.asarray(a) @ np.asarray(b)
 
 
 def _dimshuffle(a: np.ndarray, op: DimShuffle, trailing: int = 0) -> np.ndarray:

@@ -81,7 +81,7 @@ def solve_location_scale(factor: Factor, share: float, ctx: RegionContext) -> Fa
         s_star *= 1 + 1e-9
     # verify: locations across [a, b] and scales above s_star
     check = max(float(fn(np.full(shp_l, m), np.full(shp_s, s))) for m in np.linspace(a, b, 41) for s in (s_star, 1.5 * s_star, 4 * s_star))
-    if check > share * (1 + TOL):  # pragma: no cover - would be a rule bug
+    if not check <= share * (1 + TOL):  # pragma: no cover - a rule bug, or NaN: fail closed
         return None
     return FactorRegion(
         factor,

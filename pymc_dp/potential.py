@@ -49,7 +49,7 @@ def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorR
         lambda: compute({k: ctx.draws[k][:2000] for k in names}) if names else np.array([float(numeric(L))]),
     )
     if not names:
-        if float(values[0]) > share:
+        if not float(values[0]) <= share:  # NaN fails closed
             raise Infeasible(factor.name, float(values[0]))
         return FactorRegion(factor, share, [PotentialConstraint(factor.name, share, (), evaluate)], "potential", None)
     inside = np.nonzero(values <= share)[0]
@@ -57,7 +57,7 @@ def solve_potential(factor: Factor, share: float, ctx: RegionContext) -> FactorR
         start = {k: ctx.draws[k][int(inside[0])] for k in names}
     else:
         best, point = ctx.cached(ctx.key(factor, "potential_search"), lambda: search_minimum(L, names, values, ctx))
-        if best > share:
+        if not best <= share:  # NaN fails closed
             raise Infeasible(factor.name, float(min(best, np.min(values))), certified=False)
         _, start = ctx.cached(ctx.key(factor, "potential_start", share),
                               lambda: search_minimum(L, names, values, ctx, share=share))

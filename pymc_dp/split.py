@@ -351,7 +351,7 @@ def choose_split(
     certified = {}
     mins = min_shares(factors, Delta, ctx, certified)
     lifted_min = lift(mins, reads, unit)
-    if lifted_min >= Delta:
+    if not lifted_min < Delta:  # NaN fails closed
         raise InfeasibleBudget(mins, float(Delta), lifted_min, unit, certified)
     start = None
     if unit == "record" and _separable(factors, equal_regions, ctx):

@@ -69,3 +69,27 @@ def test_certify_refuses_as_make_private_does(kwargs, error, match):
         pymc_dp.certify(_model(np.array([0, 1])), **args)
     with pytest.raises(error, match=match):
         pymc_dp.make_private(_model(np.array([0, 1])), ledger=None, **args)
+
+
+# ------------------------------------------------------------------ fail closed (issue 32)
+@pytest.mark.parametrize("certified", [float("nan"), 0.51, float("inf")])
+def test_check_claims_refuses_a_bound_that_does_not_fit_its_share(certified):
+    from types import SimpleNamespace
+
+    from pymc_dp.certification import check_claims
+
+    region = SimpleNamespace(certified_lipschitz=certified)
+    with pytest.raises(pymc_dp.PrivacyError, match="internal check failed for factor 'obs'"):
+        check_claims({"obs": region}, {"obs": 0.5}, {"obs": ("y",)}, "record", 1.0)
+
+
+@pytest.mark.parametrize("share", [float("nan"), 0.6])
+def test_check_claims_refuses_shares_above_the_budget(share):
+    from types import SimpleNamespace
+
+    from pymc_dp.certification import check_claims
+
+    region = SimpleNamespace(certified_lipschitz=None)
+    with pytest.raises(pymc_dp.PrivacyError, match="internal check failed"):
+        check_claims({"obs": region}, {"obs": share}, {"obs": ("y",)}, "record", 1.0)
+    check_claims({"obs": region}, {"obs": 0.5}, {"obs": ("y",)}, "record", 1.0)  # 2 x 0.5 fits 1

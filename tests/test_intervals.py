@@ -174,3 +174,62 @@ def test_increment_at_repeated_indices_is_refused():
     ev = BoxEvaluator([expr], {"w": w})
     with pytest.raises(UnsupportedExpression, match="repeated"):
         ev({"w": (-1.0, 1.0)})
+
+
+# ---------------------------------------------------------------- fail closed (issue 32)
+def test_products_of_ends_map_only_zero_times_inf_to_zero():
+    from pymc_dp.intervals import _mul_ends
+
+    out = _mul_ends(np.array([0.0, np.nan, 2.0, -np.inf, 0.0]), np.array([np.inf, 1.0, np.inf, 3.0, -np.inf]))
+    assert out[0] == 0.0 and out[4] == 0.0
+    assert np.isnan(out[1])  # an unknown end stays unknown (widened by the evaluator), never 0
+    assert out[2] == np.inf and out[3] == -np.inf
+
+
+@pytest.mark.parametrize("d", [1, 5, 20])
+@pytest.mark.parametrize("side", ["upper", "lower", "both"])
+def test_public_matrix_times_an_unbounded_vector_is_unbounded(d, side):
+    """``b + X @ w`` with a public X of both signs and ``w`` unbounded on a side: every row's range
+    is unbounded on both sides (a row with entries of both signs reaches +-inf through w). BLAS
+    gave NaN for such rows, and the sum with ``b`` counted the NaN as 0."""
+    X = np.random.default_rng(0).normal(size=(30, d))
+    X[0, 0] = 0.0  # a zero entry: 0 * inf = 0 for that product
+    with pm.Model():
+        Xd = pm.Data("X", X)
+        w = pm.Normal("w", shape=d)
+        b = pm.Normal("b")
+    expr = b + pt.dot(Xd, w)
+    lo = np.full(d, -0.5 if side == "upper" else -np.inf)
+    hi = np.full(d, 0.5 if side == "lower" else np.inf)
+    (out_lo, out_hi), = BoxEvaluator([expr], {"w": w, "b": b})({"w": (lo, hi), "b": (-1.0, 1.0)})
+    assert not np.any(np.isnan(out_lo)) and not np.any(np.isnan(out_hi))
+    rows = np.ones(30, bool)
+    if d == 1:
+        rows[0] = False  # its only entry is 0: b alone
+        assert out_lo[0] == -1.0 and out_hi[0] == 1.0
+    # each row reaches the infinite side through some w_j (sign of X_ij decides which end)
+    assert np.all(np.isinf(out_lo[rows]) | np.isinf(out_hi[rows]))
+    if side == "both":
+        assert np.all(out_lo[rows] == -np.inf) and np.all(out_hi[rows] == np.inf)
+
+
+def test_nan_box_ends_widen_to_the_support():
+    """An end the box search left unknown (NaN) is an open end, not a point."""
+    with pm.Model():
+        w = pm.Normal("w", shape=2)
+    expr = 2.0 * w
+    (lo, hi), = BoxEvaluator([expr], {"w": w})({"w": (np.array([np.nan, 0.0]), np.array([1.0, np.nan]))})
+    assert lo[0] == -np.inf and hi[1] == np.inf and lo[1] == 0.0 and hi[0] == 2.0
+
+
+def test_student_t_slope_spread_at_open_and_unknown_ends():
+    """``psi'`` over ``(-inf, -5]`` spreads from 0 (its limit) to ``psi'(-5)``; a NaN end fails closed."""
+    from pymc_dp.rules.studentt_location import StudentTLocation
+
+    table = StudentTLocation.__new__(StudentTLocation)
+    object.__setattr__(table, "nu", 1.0)  # only nu enters the slope
+    spread = table._slope_spread(np.array([-np.inf, np.nan, -2.0]), np.array([-5.0, 1.0, 2.0]))
+    assert spread[0] == pytest.approx(table._slope(np.array(-5.0)))
+    assert spread[1] == np.inf
+    u = np.linspace(-2, 2, 100001)
+    assert spread[2] == pytest.approx(np.ptp(table._slope(u)), rel=1e-6)

@@ -90,11 +90,15 @@ class StudentTLocation:
     def _slope_spread(self, lo_u, hi_u):
         """``max - min`` of ``psi'`` over ``[lo_u, hi_u]`` (elementwise): the ends and ``-+sqrt(nu)``."""
         r = math.sqrt(self.nu)
-        values = [self._slope(lo_u), self._slope(hi_u)]
+        with np.errstate(invalid="ignore"):  # psi'(+-inf) is its limit, 0
+            values = [np.where(np.isinf(u), 0.0, self._slope(u)) for u in (lo_u, hi_u)]
         for c in (-r, r):
             values.append(np.where((lo_u <= c) & (c <= hi_u), self._slope(np.full_like(lo_u, c)), np.nan))
         stack = np.stack(values)
-        return np.nanmax(stack, axis=0) - np.nanmin(stack, axis=0)
+        with np.errstate(invalid="ignore"):
+            spread = np.fmax.reduce(stack, axis=0) - np.fmin.reduce(stack, axis=0)  # the absent turning points: NaN
+        # an unknown end (NaN) leaves the spread unknown: fail closed
+        return np.where(np.isnan(lo_u) | np.isnan(hi_u), np.inf, spread)
 
     def pair_range(self, mu1, mu2) -> np.ndarray:
         """``R(mu1, mu2)``: the range over ``x in [a, b]`` of ``psi((x - mu1)/s) - psi((x - mu2)/s)``
