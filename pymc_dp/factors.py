@@ -43,7 +43,7 @@ from pymc_dp.domains import Ball, Box, Domain, Integers
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.predictor import NotAPredictor, Predictor, analyse, strip_identity, value_ancestors
 from pymc_dp.rules import PT, Bounds, Nested, element_lipschitz, rule_info
-from pymc_dp.rules.base import RuleInfo
+from pymc_dp.rules.base import RuleInfo, parameter_refusal
 
 __all__ = [
     "Factor",
@@ -611,10 +611,7 @@ def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str, pa
             forms.append(PointForm(param))
             continue
         if pname not in info.range_params:
-            raise UnsupportedFactorError(
-                f"factor {name!r}: the {family} parameter {pname!r} reads private data {reads}; "
-                f"only {sorted(info.range_params) or 'none'} may (e.g. a regression's location or mean)."
-            )
+            raise UnsupportedFactorError(parameter_refusal(name, info, pname, reads))
         forms.append(_space_form(analyzer, family, pname, param, params, info, name))
     return tuple(forms)
 
@@ -661,6 +658,8 @@ def _space_form(analyzer, family, pname, param, params, info, name):
             analyzer.refuse(param, "a negative binomial p that is not PyMC's alpha / (mu + alpha); write "
                             "pm.NegativeBinomial(mu=pm.math.exp(eta), alpha=alpha)")
         return SpaceForm("log-mean", analyzer.log_space(mu))
+    if family == "Exponential":  # the scale is the mean: ln mu = ln scale
+        return SpaceForm("log-mean", analyzer.log_space(param))
     if family == "Gamma" and pname == "scale":
         shape = params[info.param_names.index("shape")]
         # scale = mu / shape: ln mu = ln scale + ln shape (parameter logs cancel exactly)

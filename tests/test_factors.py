@@ -174,3 +174,68 @@ def test_gaussian_process_latent_is_refused_for_its_true_reason():
         pymc_dp.make_private(m, epsilon=10.0, draws=5, data={"X": pymc_dp.Box(0, 1), "y": pymc_dp.Interval(-4, 4)}, ledger=None)
     message = str(info.value)
     assert "'obs'" in message and "every record" in message and "Gaussian-process" in message
+
+
+# --------------------------------------------------------------------------- issue 32: exponential AFT
+def _aft(kind, matrix=False):
+    """An exponential AFT regression of survival times ``t`` in [0, 5] on private covariates,
+    written as users write it: ``scale=exp(eta)``, ``lam=exp(-eta)`` or ``Gamma(alpha=1, ...)``."""
+    with pm.Model() as m:
+        td = pm.Data("t", RNG.uniform(0, 5, N))
+        b0 = pm.Normal("b0", 0, 1)
+        if matrix:
+            Xd = pm.Data("X", RNG.uniform(-1, 1, (N, 2)))
+            eta = b0 + Xd @ pm.Normal("w", 0, 1, shape=2)
+        else:
+            x1, _ = _covariates()
+            eta = b0 + pm.Normal("b1", 0, 1) * x1
+        if kind == "scale":
+            pm.Exponential("surv", scale=pt.exp(eta), observed=td)
+        elif kind == "lam":
+            pm.Exponential("surv", lam=pt.exp(-eta), observed=td)
+        else:
+            pm.Gamma("surv", alpha=1 if kind == "gamma1" else np.ones(N), beta=pt.exp(-eta), observed=td)
+    data = {"t": pymc_dp.Interval(0, 5), **({"X": pymc_dp.Box([-1, -1], [1, 1])} if matrix else DOM)}
+    return m, data
+
+
+@pytest.mark.parametrize("kind", ["scale", "lam", "gamma1", "gamma-ones"])
+def test_exponential_aft_on_private_covariates_certifies(kind):
+    """Formerly refused "the Exponential parameter 'scale' reads private data ...; only none may"
+    (and the Gamma(alpha=1) form "unless the shape is exactly 1; use pm.Exponential"): the scale
+    is a log-mean window of the predictor, certified by the box solver with the exponential
+    regression's region rule."""
+    m, data = _aft(kind)
+    (f,) = factors_of(m, data)
+    form = f.forms[-1]
+    assert isinstance(form, SpaceForm) and form.space == "log-mean" and form.inner.predictor.exact
+    cert = pymc_dp.certify(m, epsilon=60.0, draws=10, data=data)
+    (fc,) = cert.certificate.factors
+    assert fc.solver == "box" and fc.lipschitz <= 3.0 + 1e-9
+    assert cert.certificate.prior_mass_kept > 0.03
+
+
+def test_exponential_aft_with_a_design_matrix_reads_a_log_mean_window():
+    m, data = _aft("lam", matrix=True)
+    (f,) = factors_of(m, data)
+    (form,) = f.forms
+    assert isinstance(form, SpaceForm) and form.space == "log-mean" and form.inner.predictor.containers == ["X"]
+    cert = pymc_dp.certify(m, epsilon=60.0, draws=10, data=data)
+    assert cert.certificate.factors[0].lipschitz <= 3.0 + 1e-9
+
+
+def test_a_parameter_that_may_not_read_private_data_is_refused_in_the_users_words():
+    """Formerly "the Exponential parameter 'scale' reads private data ['X']; only none may (e.g.
+    ...)": the message names the factor and the container, says where the parameter's name
+    comes from, and what to do."""
+    with pm.Model() as m:
+        x1, _ = _covariates()
+        yd = pm.Data("y", RNG.uniform(0.1, 0.9, N))
+        b = pm.Normal("b")
+        pm.StudentT("heavy", nu=pm.math.exp(b * x1), mu=b, sigma=1.0, observed=yd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError) as info:
+        factors_of(m, {**DOM, "y": pymc_dp.Interval(0, 1)})
+    msg = str(info.value)
+    for part in ("'heavy'", "'x1'", "'nu'", "the name PyMC's StudentT gives", "through 'mu'", "declare 'x1' public"):
+        assert part in msg, (part, msg)
+    assert "none" not in msg and "only [" not in msg

@@ -42,6 +42,7 @@ __all__ = [
     "register_rule",
     "register_lipschitz",
     "domain_interval",
+    "parameter_refusal",
 ]
 
 
@@ -175,6 +176,37 @@ def rule_info(op) -> RuleInfo | None:
         if klass in _INFO:
             return _INFO[klass]
     return None
+
+
+#: what to write instead, per family, when a parameter outside ``range_params`` reads private data
+_NEXT_STEP = {
+    "Exponential": "give the scale a log link of a linear predictor (scale=pm.math.exp(eta) or "
+                   "lam=pm.math.exp(-eta))",
+    "Gamma": "give the mean a log link (pm.Gamma(alpha=shape, beta=shape / pm.math.exp(eta)))",
+    "Beta": "write the mean through a logit link and a precision that reads no private data "
+            "(mu = pm.math.invlogit(eta); alpha=mu * phi, beta=(1 - mu) * phi, or mu=mu, nu=phi)",
+}
+
+
+def parameter_refusal(factor: str, info: RuleInfo, pname: str, reads) -> str:
+    """The message refusing factor ``factor`` whose parameter ``pname`` reads private ``reads``
+    although ``info`` does not list it in ``range_params``: it names the user's variable and data,
+    says where the parameter name comes from, and what to do instead."""
+    family = info.family
+    data = ", ".join(repr(r) for r in reads)
+    allowed = sorted(info.range_params)
+    if allowed:
+        can = (f"pymc_dp bounds a {family} likelihood whose private covariates enter only through "
+               f"{' or '.join(repr(a) for a in allowed)} (a regression's location or mean): move them there")
+    else:
+        can = (f"pymc_dp bounds a {family} likelihood only when private data enter as its observed "
+               "value, not through its parameters")
+    step = _NEXT_STEP.get(family)
+    return (
+        f"factor {factor!r} reads private data {data} through the {family} parameter {pname!r} "
+        f"(the name PyMC's {family} gives the parameter it computes from the arguments you wrote). "
+        f"{can}{'; or ' + step if step else ''}; or declare {data} public (public=[...]) if it is not sensitive."
+    )
 
 
 def domain_interval(domain: Domain, family: str) -> tuple[float, float]:

@@ -157,16 +157,45 @@ def _nonnegative(a: float, family: str):
         raise DomainError(f"{family} data are non-negative but the declared domain starts at {a}")
 
 
-@register_rule(ExponentialRV, "Exponential", ("scale",), scale="scale")
-def exponential_range(op, domain, params, xp):
-    """Exponential with scale s = 1/lam, x in [a, b], a >= 0.
+def _exponential_log_mean_range(a, b, t_lo, t_hi, xp):
+    """Range of ``g(x, t) = -t - x e^(-t)`` (``ln p`` of an Exponential of mean ``e^t``) over
+    ``x in [a, b]`` (``a >= 0``) and ``t in [t_lo, t_hi]``.
 
-    Derivation. ``ln p = ln lam - lam x`` is linear in x: ``L = lam (b - a)`` (``lam B`` on
-    ``[0, B]``, docs/theory/families.md#exponential).
+    ``g`` decreases in ``x`` (``d_x g = -e^(-t) < 0``), so the top is at ``x = a`` and the bottom
+    at ``x = b``. ``g(x, .)`` is concave in ``t`` (``d_t^2 g = -x e^(-t) <= 0``): its minimum over
+    the window is at an end, and at ``x = a`` its maximum is at ``clip(ln a, t_lo, t_hi)``
+    (``d_t g = -1 + a e^(-t)`` vanishes at ``t = ln a``; for ``a = 0``, ``g = -t`` and the
+    maximum is at ``t_lo``). Exact on the box.
+    """
+    ln_a = float(np.log(a)) if a > 0 else -np.inf
+    t_top = xp.clip(ln_a, t_lo, t_hi)
+    top = -t_top - a * xp.exp(-t_top) if a > 0 else -t_lo
+    bot = xp.minimum(-t_lo - b * xp.exp(-t_lo), -t_hi - b * xp.exp(-t_hi))
+    return bot, top
+
+
+@register_rule(ExponentialRV, "Exponential", ("scale",), range_params=("scale",), scale="scale")
+def exponential_range(op, domain, params, xp):
+    """Exponential with scale s = 1/lam, x in [a, b], a >= 0; the scale a point on its natural
+    scale, or a window ``t = ln s in [t_lo, t_hi]`` (``space="log-mean"``: the mean is ``s``).
+
+    Derivation, point. ``ln p = ln lam - lam x`` is linear in x: ``L = lam (b - a)`` (``lam B``
+    on ``[0, B]``, docs/theory/families.md#exponential).
+
+    Derivation, log-mean window (exponential AFT / regression with a log link,
+    docs/rules/continuous.md#exponential-regression). ``scale = exp(eta)`` with
+    ``eta = b0 + x . w`` (PyMC's ``lam = exp(-eta)`` is the same scale): one record ``(t, x)``
+    changes the data ``t`` in ``[a, b]`` and ``eta`` in its window, independently, so the range
+    of ``ln p = -eta - t e^(-eta)`` over the box is exact by
+    :func:`_exponential_log_mean_range`: ``L = max_eta g(a, eta) - min(g(b, eta_lo),
+    g(b, eta_hi))``.
     """
     a, b = domain_interval(domain, "Exponential")
     _nonnegative(a, "Exponential")
     (scale,) = params
+    if scale.space == "log-mean":
+        return _exponential_log_mean_range(a, b, scale.lo, scale.hi, xp)
+    _natural(scale, "Exponential", "scale")
     scale = _point(scale, "Exponential", "scale")
     return -xp.log(scale) - b / scale, -xp.log(scale) - a / scale
 
@@ -178,16 +207,34 @@ def _range_over_candidates(values, xp):
     return lo, hi
 
 
-def _gamma_domain(domain) -> tuple[float, float]:
+def _gamma_domain(domain, shape_one: bool = False) -> tuple[float, float]:
+    """``(a, b)`` of a Gamma factor's domain; ``a = 0`` only for a shape that is the constant 1
+    (``shape_one``: the Exponential, whose log-density ``ln lam - lam x`` is finite at 0)."""
     a, b = domain_interval(domain, "Gamma")
     _nonnegative(a, "Gamma")
-    if a == 0.0:
+    if a == 0.0 and not shape_one:
         raise DomainError(
-            "a Gamma factor needs a domain bounded away from 0 (its log-density is unbounded "
-            "at 0 unless the shape is exactly 1; for shape 1 use pm.Exponential): declare "
-            "Interval(lo, hi) with lo > 0"
+            "a Gamma factor whose shape is not the constant 1 needs a domain bounded away from 0: "
+            "its log-density has the term (shape - 1) ln x, unbounded as x -> 0 for any shape "
+            "other than 1 (a shape that is a parameter may take such values). Declare "
+            "Interval(lo, hi) with lo > 0, or fix the shape to the number 1 (alpha=1: the "
+            "Exponential, finite at 0)"
         )
     return a, b
+
+
+def is_constant_one(value) -> bool:
+    """Whether a Gamma shape is the constant 1 in every element (a NumPy value, or a PyTensor
+    constant such as PyMC's ``alpha=1`` -- an expanded or allocated 1 included)."""
+    if isinstance(value, (int, float, np.ndarray, np.number)):
+        arr = np.asarray(value, dtype=float)
+        return arr.size > 0 and bool(np.all(arr == 1.0))
+    from pytensor.tensor.basic import NotScalarConstantError, get_underlying_scalar_constant_value
+
+    try:
+        return float(get_underlying_scalar_constant_value(value)) == 1.0
+    except (NotScalarConstantError, TypeError, ValueError):
+        return False
 
 
 def _gamma_log_mean_g_range(k, t_lo, t_hi, v_lo, v_hi, xp):
@@ -234,10 +281,17 @@ def gamma_range(op, domain, params, xp):
     :func:`_gamma_log_mean_g_range` (the density at its mode with ``mu`` as small as possible;
     the minimum at a corner). Data and covariates vary independently, so every point of the box
     is a record: the range is attained (its top as a maximum, not only a sup).
+
+    Shape the constant 1 (``alpha=1``, a constant or a constant tensor of ones) on a domain that
+    starts at 0: the density is the Exponential's with the same scale (``ln p = -ln theta -
+    x / theta``; in the log-mean window ``mu = theta``), finite at 0, and the rule is
+    :func:`exponential_range`. Any other shape is refused at 0 (``(k - 1) ln x`` is unbounded).
     """
-    a, b = _gamma_domain(domain)
     k, theta = params
     k = _point(k, "Gamma", "shape")
+    a, b = _gamma_domain(domain, shape_one=is_constant_one(k))
+    if a == 0.0:  # shape the constant 1: the Exponential with the same scale (and mean)
+        return exponential_range(op, domain, (theta,), xp)
     if theta.space == "log-mean":
         const = k * xp.log(k) - xp.gammaln(k)
         bot, top = _gamma_log_mean_g_range(k, theta.lo, theta.hi, float(np.log(a)), float(np.log(b)), xp)
@@ -534,11 +588,35 @@ def cauchy_region(op, domain, params) -> np.ndarray:
 
 
 def exponential_region(op, domain, params) -> np.ndarray:
-    """sup L of Exponential(scale) over a region: ``L = (b - a) / scale`` is decreasing
-    (``scale_lo = 0`` gives ``+inf``)."""
+    """sup L of Exponential(scale) over a region -- exact.
+
+    Natural scale (a Span): ``L = (b - a) / scale`` is decreasing (``scale_lo = 0`` gives
+    ``+inf``).
+
+    Log-mean window (an exponential regression, ``t = ln scale = o + e`` with ``|e| <= h``,
+    docs/rules/continuous.md#exponential-regression): every pair difference
+    ``g(x, t) - g(x', t') = -(e - e') - e^(-o) (x e^(-e) - x' e^(-e'))`` is affine in ``e^(-o)``,
+    so ``L`` is convex in ``e^(-o)``, a monotone function of ``o``: window "ends"; and
+    ``h = half`` (lemma B). So the sup is the window rule at ``o_lo`` and ``o_hi``. Limits:
+    ``o_lo = -inf`` or an infinite half-width give ``+inf`` (``-t - b e^(-t)``
+    goes to ``-inf`` while the top stays); ``o_hi = +inf`` gives ``2 half`` (the exponential
+    terms vanish uniformly, ``-t`` spans the window).
+    """
     (scale,) = params
     a, b = domain_interval(domain, "Exponential")
     _nonnegative(a, "Exponential")
+    if isinstance(scale, Window):
+        o_lo, o_hi, half = region_location(scale, "Exponential", "scale", space="log-mean")
+        best = None
+        for o in (o_lo, o_hi):
+            with np.errstate(invalid="ignore", over="ignore"):
+                o_f = np.where(np.isfinite(o), o, 0.0)
+                h_f = np.where(np.isfinite(half), half, 0.0)
+                bot, top = _exponential_log_mean_range(a, b, o_f - h_f, o_f + h_f, np)
+                val = np.where(o == np.inf, 2.0 * h_f, top - bot)
+                val = np.where((o == -np.inf) | np.isinf(half), np.inf, val)
+            best = val if best is None else np.maximum(best, val)
+        return best
     s_lo, _ = region_span(scale, "Exponential", "scale")
     with np.errstate(divide="ignore"):
         return (b - a) / s_lo
@@ -570,13 +648,18 @@ def gamma_region(op, domain, params) -> np.ndarray:
     ``e^(-o)``, a monotone function of ``o``) and ``h = half`` (lemma B). So the sup is the
     window rule at the four corners ``k in {k_lo, k_hi}``, ``o in {o_lo, o_hi}``.
 
+    Shape the constant 1 on a domain starting at 0: :func:`exponential_region` (the density is
+    the Exponential's with the same scale).
+
     Limits: ``k_hi = inf``, ``scale_lo = 0`` or ``o_lo = -inf`` give ``+inf``; ``scale_hi = inf``
     gives ``|k - 1| ln(b/a)``; ``o_hi = inf`` gives ``|k - 1| ln(b/a) + 2 k half`` (the
     exponential terms vanish uniformly).
     """
     shape, scale = params
-    a, b = _gamma_domain(domain)
     k_lo, k_hi = region_span(shape, "Gamma", "shape")
+    a, b = _gamma_domain(domain, shape_one=is_constant_one(k_lo) and is_constant_one(k_hi))
+    if a == 0.0:  # shape the constant 1: the Exponential's region rule (same scale, same mean)
+        return exponential_region(op, domain, (scale,))
     v_lo, v_hi = float(np.log(a)), float(np.log(b))
     best = None
     if isinstance(scale, Window):
@@ -661,7 +744,9 @@ register_region(
 )
 register_region(StudentTRV, RegionSpec(custom=studentt_region))
 register_region(CauchyRV, RegionSpec(custom=cauchy_region))
-register_region(ExponentialRV, RegionSpec(params={"scale": "decreasing"}, custom=exponential_region))
+register_region(
+    ExponentialRV, RegionSpec(window="ends", params={"scale": "decreasing"}, custom=exponential_region)
+)
 register_region(
     GammaRV, RegionSpec(window="ends", params={"shape": "ends", "scale": "ends"}, custom=gamma_region)
 )
