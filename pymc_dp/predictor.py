@@ -71,6 +71,8 @@ def value_ancestors(outputs, blockers=()) -> set:
     """The variables whose *values* ``outputs`` depend on: ancestors, except through the shape
     operations (``x.shape``, ``x.shape[0]``), whose result depends on ``x``'s shape only. The
     shapes of the private data are public (the certificate depends on them), their values are not.
+    ``second(x, c)`` (``pt.zeros_like``, ``ones_like``, ``full_like``: ``c`` broadcast to ``x``'s
+    shape) reads only ``c``'s values; ``Alloc(c, *shape)`` reaches ``x`` through ``x.shape``.
     """
     from pytensor.tensor.shape import Shape, Shape_i
 
@@ -85,6 +87,9 @@ def value_ancestors(outputs, blockers=()) -> set:
         if var in blockers or var.owner is None:
             continue
         if isinstance(var.owner.op, (Shape, Shape_i)):
+            continue
+        if isinstance(var.owner.op, Elemwise) and isinstance(var.owner.op.scalar_op, ps.Second):
+            stack.extend(var.owner.inputs[1:])
             continue
         stack.extend(var.owner.inputs)
     return seen
@@ -357,7 +362,9 @@ class _Reader:
             self.refuse(var, f"a matrix computation over the records ({_op_words(core)}), such as a Gaussian-process "
                         "covariance computed from all rows of X: every element then depends on every record, and no "
                         "per-record constant exists (give the GP public inputs)")
-        self.refuse(var, _op_words(op))
+        self.refuse(var, f"{_op_words(op)}, which the predictor reader does not follow (write the predictor with "
+                    "the operations below, or compute the feature from the data before the model with a public "
+                    "rule and declare its container's domain)")
 
     # ---------------------------------------------------------------- leaves
     def _container(self, var) -> Predictor:
@@ -434,7 +441,9 @@ class _Reader:
         if t is ps.Sqr or (t is ps.Pow and _constant(ins[1]) == 2.0):
             p = self.read(ins[0])
             return Predictor(p.ndim, p.rax, None, (), (_block_square(p.to_block(self.domains)),))
-        self.refuse(var, f"the function {_scalar_words(sop)}")
+        self.refuse(var, f"the function {_scalar_words(sop)}, which is not linear in the record (to use such a "
+                    "feature, compute it from the data before the model with a public rule, enter it as its own "
+                    "pm.Data container and declare that container's domain)")
 
     # ---------------------------------------------------------------- structure
     def _dimshuffle(self, var, node) -> Predictor:

@@ -63,3 +63,23 @@ def test_one_draw_release_that_cannot_move_is_refused_before_the_charge(monkeypa
     with pytest.raises(pymc_dp.StuckChainError, match=r"\['switchpoint'\].*Nothing was sampled or charged"):
         pmod.sample(random_seed=1)
     assert pmod.spent().epsilon == 0.0
+
+
+@pytest.mark.parametrize("reference", ["zeros_like", "full_like"])
+def test_discrete_choice_with_a_zero_reference_utility_certifies(reference):
+    # pt.zeros_like(u) is second(u, 0): it reads u's shape only, which is public; it was refused
+    # "through the function second"
+    rng = np.random.default_rng(0)
+    n = 40
+    with pm.Model() as model:
+        x1 = pm.Data("x1", rng.uniform(-1, 1, (n, 2)))
+        x2 = pm.Data("x2", rng.uniform(-1, 1, (n, 2)))
+        b = pm.Normal("b", 0, 1, shape=2)
+        a = pm.Normal("a", 0, 1, shape=2)
+        us = [a[0] + x1 @ b, a[1] + x2 @ b]
+        ref = pt.zeros_like(us[0]) if reference == "zeros_like" else pt.full_like(us[0], 0.5)
+        utilities = pm.math.stack(us + [ref]).T
+        pm.Categorical("choice", p=pm.math.softmax(utilities, axis=-1), observed=pm.Data("y", rng.integers(0, 3, n)))
+    box = pymc_dp.Box([-1.0, -1.0], [1.0, 1.0])
+    cert = pymc_dp.certify(model, epsilon=10.0, draws=2, data={"x1": box, "x2": box, "y": pymc_dp.Integers(0, 2)})
+    assert cert.certificate.factors[0].reads == ("x1", "x2", "y")

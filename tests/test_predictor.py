@@ -53,6 +53,10 @@ def _expressions(m):
         "columns": (b[1] * X[:, 0] - b[2] * X[:, 2] / 2.0, True),
         "columns_same_container": (b[1] * X[:, 0] + b[2] * X[:, 1] + b[3] * X[:, 2], True),
         "stack_T": (pt.stack([b[0] + b[1] * x1, b[2] * x2, pt.zeros(N)]).T, True),
+        # a reference alternative's utility: zeros_like / full_like of a private expression read its
+        # shape only (second(u, c)), a public constant
+        "stack_zeros_like": (pt.stack([b[0] + b[1] * x1, pt.zeros_like(b[1] * x1)]).T, True),
+        "stack_full_like": (pt.stack([X @ w, pt.full_like(X @ w, 0.5), pt.ones_like(x1) * b[2]]).T, True),
         "concatenate": (pt.concatenate([(b[1] * x1)[:, None], (b[2] * x2)[:, None]], axis=1), True),
         "matmat": (X @ W, True),
         "squared_column": (b[0] * x1**2 + b[1] * x1, False),
@@ -137,7 +141,8 @@ def test_deterministic_is_seen_through(setup):
     [
         (lambda m: m["b"][0] * m["x1"][1:], "selects or shifts records"),
         (lambda m: m["b"][0] + m["x1"].sum(), "records"),
-        (lambda m: pt.exp(m["x1"]) * m["b"][0], "exp"),
+        (lambda m: pt.exp(m["x1"]) * m["b"][0], "exp, which is not linear in the record.*before the model"),
+        (lambda m: pt.cumsum(m["x1"]) * m["b"][0], "cumulative sum, which.*before the model"),
         (lambda m: m["b"][0] / m["x1"], "division by a quantity that reads private data"),
         (lambda m: m["x1"][:, None] + m["x1"][None, :], "different axes"),
         (lambda m: pt.concatenate([m["x1"], m["x1"]]), "record axis"),
