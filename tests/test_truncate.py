@@ -73,3 +73,16 @@ def test_exact_log_mass_is_the_log_of_exact_mass():
     assert 0 < mass < 1e-10
     assert exact_log_mass(cons, ctx) == pytest.approx(np.log(mass), rel=1e-12)
 
+
+
+def test_the_potential_solver_fails_closed_on_a_nan_constant(monkeypatch):
+    """A constant that evaluates to NaN everywhere (a rule outside its domain) gives no region:
+    ``NaN > share`` is False, and the old comparisons let such a factor through as feasible."""
+    import pymc_dp.potential as P
+
+    model, domains = M.two_param_coin()
+    factors, ctx = M.setup(model, domains)
+    monkeypatch.setattr(ctx, "compile_in", lambda expr, names: (lambda *values: float("nan")))
+    monkeypatch.setattr(P, "search_minimum", lambda *a, **k: (float("nan"), None))
+    with pytest.raises(Infeasible):
+        P.solve_potential(factors[0], 0.5, ctx)
