@@ -1,0 +1,788 @@
+"""A seeded generator of small PyMC models written the way users write them.
+
+``generate(seed)`` composes one model from three independent choices, each drawn from a
+``numpy.random.Generator`` seeded by ``seed`` alone, so that a failure reproduces from its seed:
+
+* a **design** -- how the linear predictor reads the containers: an intercept alone; a design
+  matrix as ``X @ w``, ``pt.dot(X, w)``, ``pm.math.dot`` or column by column
+  (``b0 + b1*X[:, 0] + b2*X[:, 1]``); separate column containers with an interaction ``x1*x2``; a
+  group index ``alpha[g]`` (alone or beside a matrix). Every container is public or private at
+  random, in every position (outcome, matrix, column, group index). The weights' priors are
+  Normal, Uniform, a scale mixture ``z * tau * lam``, a regularised horseshoe
+  ``z * tau * lambda_tilde`` or, for groups, a centred or non-centred hierarchy ``mu + z * sigma``;
+  ``pm.Deterministic`` wraps the predictor or the weights at random;
+* a **family** with its link: every family of ``README.md`` "What happens" (Bernoulli ``logit_p`` /
+  ``p``, Binomial, Poisson and NegativeBinomial log links, Normal / StudentT / Laplace / Cauchy with
+  a fixed or free scale, Exponential / Gamma / LogNormal, Beta, Categorical softmax,
+  OrderedLogistic / OrderedProbit, Geometric, BetaBinomial, ``pm.Censored``, mixtures,
+  zero-inflated and hurdle counts, a switchpoint) and an outcome domain that is bounded or, now
+  and then, half-bounded;
+* a **privacy contract**: domains (``Binary``, ``Integers``, ``Interval``, ``Ball``, ``Box``), the
+  unit (record, attribute, ``Users(max_rows=m)`` or ``Users(ids)``), epsilon and draws.
+
+Rows are few (20 to 60) and shapes small, so that one certification takes about a second. Each
+:class:`GeneratedModel` carries its recipe: the model written out in one line per choice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+import pymc_dp
+
+#: the name of every likelihood (one observed RV per generated model)
+LIKELIHOOD = "y_lik"
+#: the name of the outcome container
+OUTCOME = "y_data"
+
+
+@dataclass
+class GeneratedModel:
+    """One generated model and the privacy contract it is certified under.
+
+    Attributes
+    ----------
+    seed : int
+        ``generate(seed)`` rebuilds the same model.
+    recipe : tuple of str
+        The model as written, one choice per line (containers, priors, predictor, likelihood,
+        contract).
+    model : pm.Model
+    data : dict
+        Private container name -> declared domain.
+    public : tuple of str
+        Containers declared public.
+    unit : str or pymc_dp.Users
+    epsilon, draws
+        The budget asked for.
+    family : str
+        The key of the family builder (for tallies).
+    """
+
+    seed: int
+    recipe: tuple[str, ...]
+    model: pm.Model
+    data: dict[str, pymc_dp.Domain]
+    public: tuple[str, ...]
+    unit: Any
+    epsilon: float
+    draws: int
+    family: str
+
+    @property
+    def description(self) -> str:
+        """The recipe on one line, as FOUND.md and the campaign's report quote it."""
+        return "; ".join(self.recipe)
+
+    def certify_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`pymc_dp.certify` for this model."""
+        return dict(epsilon=self.epsilon, draws=self.draws, data=dict(self.data), public=list(self.public), unit=self.unit)
+
+    @property
+    def variable_names(self) -> frozenset[str]:
+        """Every name a refusal may cite: containers, RVs, Deterministics, Potentials."""
+        return frozenset(self.model.named_vars) | frozenset(self.data) | frozenset(self.public)
+
+
+#: shape choices per profile: "campaign" draws wide designs (20 columns, 5 groups) now and then;
+#: "ci" keeps every model small enough that the fixed-seed tier fits its time
+PROFILES = {
+    "campaign": {"columns": (1, 2, 3, 3, 5, 8, 20), "groups": (2, 3, 5), "classes": (3, 4), "levels": (3, 4, 5)},
+    "ci": {"columns": (1, 2, 2, 3), "groups": (2, 3), "classes": (3,), "levels": (3,)},
+}
+
+
+@dataclass
+class _Composer:
+    """Builds one model inside an active ``pm.Model`` context and writes its recipe."""
+
+    rng: np.random.Generator
+    n: int
+    sizes: dict[str, tuple[int, ...]] = field(default_factory=lambda: PROFILES["campaign"])
+    outcome_private: bool = True
+    recipe: list[str] = field(default_factory=list)
+    data: dict[str, pymc_dp.Domain] = field(default_factory=dict)
+    public: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ small draws
+    def coin(self, p: float) -> bool:
+        return bool(self.rng.random() < p)
+
+    def pick(self, options):
+        return options[int(self.rng.integers(len(options)))]
+
+    def note(self, line: str) -> None:
+        self.recipe.append(line)
+
+    # ------------------------------------------------------------------ containers
+    def container(self, name: str, private_values: np.ndarray, domain: pymc_dp.Domain, *, private: bool,
+                  public_values: np.ndarray | None = None):
+        """A ``pm.Data`` container: private (declared ``domain``, values inside it) or public
+        (values ``public_values`` if given: public data need not lie in any domain)."""
+        values = private_values if private or public_values is None else public_values
+        if private:
+            self.data[name] = domain
+            self.note(f"{name} = pm.Data(shape {values.shape}) private {domain}")
+        else:
+            self.public.append(name)
+            self.note(f"{name} = pm.Data(shape {values.shape}) public")
+        return pm.Data(name, values)
+
+    def covariate_private(self, p: float) -> bool:
+        """Whether the next covariate container is private: with probability ``p``, and always when
+        the outcome is public and no covariate is private yet (a model reads private data)."""
+        return self.coin(p) or (not self.outcome_private and not self.data)
+
+    def outcome(self, values: np.ndarray, domain: pymc_dp.Domain):
+        """The outcome container, private or public as :func:`generate` drew it."""
+        return self.container(OUTCOME, values, domain, private=self.outcome_private)
+
+    # ------------------------------------------------------------------ priors
+    def scale(self, name: str, *, fixed_allowed: bool = True):
+        """A scale: a fixed constant or a free RV with one of the priors users put on scales."""
+        kind = self.pick(("fixed", "HalfNormal", "Exponential", "Uniform", "Gamma", "HalfCauchy", "InverseGamma")
+                         if fixed_allowed else ("HalfNormal", "Exponential", "Uniform", "Gamma", "HalfCauchy", "InverseGamma"))
+        if kind == "fixed":
+            value = float(self.pick((0.5, 1.0, 2.0, 5.0)))
+            self.note(f"{name} = {value:g} (fixed)")
+            return value
+        s = float(self.pick((0.5, 1.0, 2.0)))
+        if kind == "HalfNormal":
+            self.note(f"{name} ~ HalfNormal({s:g})")
+            return pm.HalfNormal(name, s)
+        if kind == "Exponential":
+            self.note(f"{name} ~ Exponential(lam={1 / s:g})")
+            return pm.Exponential(name, lam=1 / s)
+        if kind == "Uniform":
+            self.note(f"{name} ~ Uniform(0.1, {5 * s:g})")
+            return pm.Uniform(name, 0.1, 5 * s)
+        if kind == "Gamma":
+            self.note(f"{name} ~ Gamma(2, {2 / s:g})")
+            return pm.Gamma(name, 2.0, 2.0 / s)
+        if kind == "HalfCauchy":
+            self.note(f"{name} ~ HalfCauchy({s:g})")
+            return pm.HalfCauchy(name, s)
+        self.note(f"{name} ~ InverseGamma(3, {2 * s:g})")
+        return pm.InverseGamma(name, 3.0, 2.0 * s)
+
+    def location(self, name: str, shape: tuple[int, ...] = ()):
+        """A location prior: Normal, StudentT or Uniform."""
+        kind = self.pick(("Normal", "Normal", "StudentT", "Uniform"))
+        s = float(self.pick((0.5, 1.0, 2.5)))
+        shape_text = f", shape={shape}" if shape else ""
+        if kind == "Normal":
+            self.note(f"{name} ~ Normal(0, {s:g}{shape_text})")
+            return pm.Normal(name, 0.0, s, shape=shape)
+        if kind == "StudentT":
+            self.note(f"{name} ~ StudentT(3, 0, {s:g}{shape_text})")
+            return pm.StudentT(name, nu=3.0, mu=0.0, sigma=s, shape=shape)
+        self.note(f"{name} ~ Uniform(-{2 * s:g}, {2 * s:g}{shape_text})")
+        return pm.Uniform(name, -2 * s, 2 * s, shape=shape)
+
+    def weights(self, name: str, d: int):
+        """A weight vector of length ``d``: Normal, Uniform, scale mixture or regularised horseshoe."""
+        kind = self.pick(("Normal", "Normal", "Uniform", "scale_mixture", "horseshoe"))
+        if kind in ("Normal", "Uniform"):
+            return self.location(name, (d,)) if kind == "Normal" else self._uniform_weights(name, d)
+        z = pm.Normal(f"{name}_z", 0.0, 1.0, shape=d)
+        tau = pm.HalfNormal(f"{name}_tau", 1.0)
+        if kind == "scale_mixture":
+            lam = pm.HalfNormal(f"{name}_lam", 1.0, shape=d)
+            product = z * tau * lam
+            self.note(f"{name}_z ~ Normal(0, 1, shape={d}); {name}_tau ~ HalfNormal(1); {name}_lam ~ HalfNormal(1, shape={d}); "
+                      f"{name} = {name}_z * {name}_tau * {name}_lam")
+        else:
+            lam = pm.HalfCauchy(f"{name}_lam", 1.0, shape=d)
+            c2 = pm.InverseGamma(f"{name}_c2", 2.0, 2.0)
+            lam_tilde = pt.sqrt(c2 * lam**2 / (c2 + tau**2 * lam**2))
+            product = z * tau * lam_tilde
+            self.note(f"horseshoe: {name}_z ~ Normal(0, 1, shape={d}); {name}_tau ~ HalfNormal(1); {name}_lam ~ HalfCauchy(1, shape={d}); "
+                      f"{name}_c2 ~ InverseGamma(2, 2); {name} = {name}_z * {name}_tau * sqrt(c2 lam^2 / (c2 + tau^2 lam^2))")
+        if self.coin(0.5):
+            self.note(f"{name} wrapped in pm.Deterministic")
+            return pm.Deterministic(name, product)
+        return product
+
+    def _uniform_weights(self, name: str, d: int):
+        a = float(self.pick((1.0, 3.0)))
+        self.note(f"{name} ~ Uniform(-{a:g}, {a:g}, shape={d})")
+        return pm.Uniform(name, -a, a, shape=d)
+
+    def probability(self, name: str, shape: tuple[int, ...] = ()):
+        a, b = self.pick(((1.0, 1.0), (2.0, 2.0), (2.0, 5.0)))
+        self.note(f"{name} ~ Beta({a:g}, {b:g}{f', shape={shape}' if shape else ''})")
+        return pm.Beta(name, a, b, shape=shape)
+
+    def positive(self, name: str, shape: tuple[int, ...] = ()):
+        a, b = self.pick(((2.0, 1.0), (2.0, 0.5), (1.0, 1.0)))
+        self.note(f"{name} ~ Gamma({a:g}, {b:g}{f', shape={shape}' if shape else ''})")
+        return pm.Gamma(name, a, b, shape=shape)
+
+
+# ---------------------------------------------------------------------------- designs
+class Design:
+    """How the linear predictor reads the covariates: ``linear(tag)`` returns a fresh predictor of
+    shape ``(n,)`` (new weights each call, containers shared), for families with several."""
+
+    #: whether the design reads covariate containers (a public outcome needs one that is private)
+    reads_covariates = False
+
+    def __init__(self, comp: _Composer):
+        self.comp = comp
+
+    def linear(self, tag: str = ""):
+        raise NotImplementedError
+
+    def intercept(self, tag: str):
+        if self.reads_covariates and self.comp.coin(0.15):
+            return 0.0
+        return self.comp.location(f"intercept{tag}")
+
+
+class InterceptOnly(Design):
+    def linear(self, tag=""):
+        b0 = self.comp.location(f"intercept{tag}")
+        self.comp.note(f"eta{tag} = intercept{tag}")
+        return b0 * pt.ones(self.comp.n)
+
+
+def _ball_rows(rng, n, d, radius):
+    X = rng.normal(size=(n, d))
+    return radius * X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True) * 1.0000001)
+
+
+def _matrix_domain(comp: _Composer, n: int, d: int):
+    """Private values of a design matrix and a domain that holds them."""
+    kind = comp.pick(("Ball", "Ball", "Box", "Box_per_feature", "Interval"))
+    if kind == "Ball":
+        radius = float(comp.pick((1.0, 2.5)))
+        return _ball_rows(comp.rng, n, d, radius), pymc_dp.Ball(radius)
+    if kind == "Box":
+        lo, hi = comp.pick(((-1.0, 1.0), (0.0, 1.0), (-3.0, 3.0)))
+        return comp.rng.uniform(lo, hi, (n, d)), pymc_dp.Box(lo, hi)
+    if kind == "Box_per_feature":
+        lo = -comp.rng.integers(0, 3, d).astype(float)
+        hi = lo + comp.rng.integers(1, 4, d)
+        return comp.rng.uniform(lo, hi, (n, d)), pymc_dp.Box(lo, hi)
+    return comp.rng.uniform(-1, 1, (n, d)), pymc_dp.Interval(-1.0, 1.0)
+
+
+class Matrix(Design):
+    """A design matrix container, read as ``X @ w``, ``pt.dot``, ``pm.math.dot`` or column by column."""
+
+    reads_covariates = True
+
+    def __init__(self, comp: _Composer):
+        super().__init__(comp)
+        self.d = int(comp.pick(comp.sizes["columns"]))
+        values, domain = _matrix_domain(comp, comp.n, self.d)
+        self.X = comp.container("X_data", values, domain, private=comp.covariate_private(0.5),
+                                public_values=comp.rng.normal(0, 2, (comp.n, self.d)))
+        self.form = comp.pick(("@", "pt.dot", "pm.math.dot", "columns", "column_rvs"))
+
+    def linear(self, tag=""):
+        comp = self.comp
+        b0 = self.intercept(tag)
+        if self.form == "column_rvs":
+            k = min(self.d, 3)
+            betas = [comp.location(f"beta{j}{tag}") for j in range(k)]
+            eta = b0 + sum(betas[j] * self.X[:, j] for j in range(k))
+            comp.note(f"eta{tag} = intercept + " + " + ".join(f"beta{j}{tag}*X_data[:, {j}]" for j in range(k)))
+            return eta
+        w = comp.weights(f"weights{tag}", self.d)
+        if self.form == "@":
+            xw = self.X @ w
+        elif self.form == "pt.dot":
+            xw = pt.dot(self.X, w)
+        elif self.form == "pm.math.dot":
+            xw = pm.math.dot(self.X, w)
+        else:
+            xw = sum(w[j] * self.X[:, j] for j in range(self.d))
+        comp.note(f"eta{tag} = intercept + {self.form}(X_data, weights{tag})")
+        return b0 + xw
+
+
+def _column_domain(comp: _Composer, n: int):
+    kind = comp.pick(("Interval", "Interval", "Binary", "Integers", "half_bounded"))
+    if kind == "Interval":
+        lo, hi = comp.pick(((-1.0, 1.0), (0.0, 1.0), (0.0, 10.0), (-5.0, 2.0)))
+        return comp.rng.uniform(lo, hi, n), pymc_dp.Interval(lo, hi)
+    if kind == "Binary":
+        return comp.rng.integers(0, 2, n), pymc_dp.Binary()
+    if kind == "Integers":
+        return comp.rng.integers(0, 4, n), pymc_dp.Integers(0, 3)
+    return comp.rng.exponential(1.0, n), pymc_dp.Interval(0.0, np.inf)
+
+
+class Columns(Design):
+    """Separate column containers ``x1``, ``x2`` with ``b0 + b1*x1 + b2*x2 (+ b12*x1*x2)``."""
+
+    reads_covariates = True
+
+    def __init__(self, comp: _Composer):
+        super().__init__(comp)
+        self.k = int(comp.pick((1, 2, 2, 3)))
+        self.x = []
+        for j in range(self.k):
+            values, domain = _column_domain(comp, comp.n)
+            self.x.append(comp.container(f"x{j + 1}_data", values, domain, private=comp.covariate_private(0.6),
+                                         public_values=comp.rng.normal(0, 3, comp.n)))
+        self.interaction = self.k >= 2 and comp.coin(0.4)
+
+    def linear(self, tag=""):
+        comp = self.comp
+        b0 = self.intercept(tag)
+        terms = []
+        for j, x in enumerate(self.x):
+            terms.append(comp.location(f"beta{j + 1}{tag}") * x)
+        text = " + ".join(f"beta{j + 1}{tag}*x{j + 1}_data" for j in range(self.k))
+        if self.interaction:
+            terms.append(comp.location(f"beta12{tag}") * self.x[0] * self.x[1])
+            text += f" + beta12{tag}*x1_data*x2_data"
+        comp.note(f"eta{tag} = intercept + {text}")
+        return b0 + sum(terms)
+
+
+class Groups(Design):
+    """A group index container ``g`` (public or private) read as ``alpha[g]``, beside an optional
+    matrix or column."""
+
+    reads_covariates = True
+
+    def __init__(self, comp: _Composer):
+        super().__init__(comp)
+        self.K = int(comp.pick(comp.sizes["groups"]))
+        g = comp.rng.integers(0, self.K, comp.n)
+        g[: self.K] = np.arange(self.K)
+        self.g = comp.container("g_data", g, pymc_dp.Integers(0, self.K - 1), private=comp.covariate_private(0.4))
+        self.extra = comp.pick((None, "column", "matrix"))
+        self.inner: Design | None = None
+
+    def _inner(self) -> Design | None:
+        """The matrix or column design beside the groups, built on first use (a family that reads
+        ``g_data`` alone, ``theta[g_data]``, creates no container it does not read)."""
+        if self.inner is None and self.extra is not None:
+            self.inner = Matrix(self.comp) if self.extra == "matrix" else Columns(self.comp)
+        return self.inner
+
+    def linear(self, tag=""):
+        comp = self.comp
+        kind = comp.pick(("Normal", "centred", "non_centred"))
+        name = f"alpha{tag}"
+        if kind == "Normal":
+            alpha = comp.location(name, (self.K,))
+        else:
+            mu = comp.location(f"{name}_mu")
+            sigma = comp.scale(f"{name}_sigma", fixed_allowed=False)
+            if kind == "centred":
+                alpha = pm.Normal(name, mu, sigma, shape=self.K)
+                comp.note(f"{name} ~ Normal({name}_mu, {name}_sigma, shape={self.K})")
+            else:
+                z = pm.Normal(f"{name}_z", 0.0, 1.0, shape=self.K)
+                alpha = mu + z * sigma
+                comp.note(f"{name} = {name}_mu + {name}_z * {name}_sigma (non-centred)")
+                if comp.coin(0.5):
+                    alpha = pm.Deterministic(name, alpha)
+                    comp.note(f"{name} wrapped in pm.Deterministic")
+        eta = alpha[self.g]
+        inner = self._inner()
+        comp.note(f"eta{tag} = {name}[g_data]" + (" + eta_in (the design below)" if inner else ""))
+        if inner is not None:
+            eta = eta + inner.linear(f"{tag}_in")
+        return eta
+
+
+DESIGNS: dict[str, Callable[[_Composer], Design]] = {
+    "intercept": InterceptOnly,
+    "matrix": Matrix,
+    "columns": Columns,
+    "groups": Groups,
+}
+
+
+def _predictor(comp: _Composer, design: Design, tag: str = ""):
+    eta = design.linear(tag)
+    if comp.coin(0.25):
+        comp.note(f"eta{tag} wrapped in pm.Deterministic('eta_det{tag}')")
+        eta = pm.Deterministic(f"eta_det{tag}", eta)
+    return eta
+
+
+# ---------------------------------------------------------------------------- families
+def _interval_outcome(comp: _Composer, lo: float, hi: float, *, half_bounded_p: float = 0.07):
+    """Values in ``[lo, hi]`` and the declared domain: ``Interval(lo, hi)``, or half-bounded."""
+    values = comp.rng.uniform(lo, hi, comp.n)
+    if comp.coin(half_bounded_p):
+        return values, pymc_dp.Interval(lo, np.inf)
+    return values, pymc_dp.Interval(lo, hi)
+
+
+def fam_bernoulli(comp, design):
+    y = comp.outcome(comp.rng.integers(0, 2, comp.n), pymc_dp.Binary())
+    eta = _predictor(comp, design)
+    if comp.coin(0.5):
+        comp.note(f"{LIKELIHOOD} ~ Bernoulli(logit_p=eta)")
+        pm.Bernoulli(LIKELIHOOD, logit_p=eta, observed=y)
+    else:
+        link = comp.pick(("invlogit", "sigmoid"))
+        comp.note(f"{LIKELIHOOD} ~ Bernoulli(p=pm.math.{link}(eta))")
+        pm.Bernoulli(LIKELIHOOD, p=getattr(pm.math, link)(eta), observed=y)
+
+
+def fam_bernoulli_direct(comp, design):
+    y = comp.outcome(comp.rng.integers(0, 2, comp.n), pymc_dp.Binary())
+    if isinstance(design, Groups):
+        p = comp.probability("theta", (design.K,))[design.g]
+        comp.note(f"{LIKELIHOOD} ~ Bernoulli(p=theta[g_data])")
+    else:
+        p = comp.probability("theta")
+        comp.note(f"{LIKELIHOOD} ~ Bernoulli(p=theta)")
+    pm.Bernoulli(LIKELIHOOD, p=p, observed=y)
+
+
+def fam_binomial(comp, design):
+    trials = int(comp.pick((1, 3, 10)))
+    y = comp.outcome(comp.rng.integers(0, trials + 1, comp.n), pymc_dp.Integers(0, trials))
+    eta = _predictor(comp, design)
+    if comp.coin(0.5):
+        comp.note(f"{LIKELIHOOD} ~ Binomial(n={trials}, logit_p=eta)")
+        pm.Binomial(LIKELIHOOD, n=trials, logit_p=eta, observed=y)
+    else:
+        comp.note(f"{LIKELIHOOD} ~ Binomial(n={trials}, p=invlogit(eta))")
+        pm.Binomial(LIKELIHOOD, n=trials, p=pm.math.invlogit(eta), observed=y)
+
+
+def fam_poisson(comp, design):
+    hi = int(comp.pick((5, 10, 30)))
+    y = comp.outcome(comp.rng.integers(0, hi + 1, comp.n), pymc_dp.Integers(0, hi))
+    eta = _predictor(comp, design)
+    comp.note(f"{LIKELIHOOD} ~ Poisson(mu=exp(eta))")
+    pm.Poisson(LIKELIHOOD, mu=pm.math.exp(eta), observed=y)
+
+
+def fam_poisson_direct(comp, design):
+    hi = int(comp.pick((5, 10, 30)))
+    y = comp.outcome(comp.rng.integers(0, hi + 1, comp.n), pymc_dp.Integers(0, hi))
+    if isinstance(design, Groups):
+        lam = comp.positive("rate", (design.K,))[design.g]
+        comp.note(f"{LIKELIHOOD} ~ Poisson(mu=rate[g_data])")
+    else:
+        lam = comp.positive("rate")
+        comp.note(f"{LIKELIHOOD} ~ Poisson(mu=rate)")
+    pm.Poisson(LIKELIHOOD, mu=lam, observed=y)
+
+
+def fam_negative_binomial(comp, design):
+    hi = int(comp.pick((5, 20)))
+    y = comp.outcome(comp.rng.integers(0, hi + 1, comp.n), pymc_dp.Integers(0, hi))
+    eta = _predictor(comp, design)
+    alpha = comp.positive("nb_alpha") if comp.coin(0.6) else float(comp.pick((1.0, 5.0)))
+    if isinstance(alpha, float):
+        comp.note(f"nb_alpha = {alpha:g} (fixed)")
+    comp.note(f"{LIKELIHOOD} ~ NegativeBinomial(mu=exp(eta), alpha=nb_alpha)")
+    pm.NegativeBinomial(LIKELIHOOD, mu=pm.math.exp(eta), alpha=alpha, observed=y)
+
+
+def _location_family(name: str, dist, scale_kw: str, **extra):
+    def build(comp, design):
+        lo, hi = comp.pick(((-1.0, 1.0), (0.0, 10.0), (-5.0, 5.0)))
+        values, domain = _interval_outcome(comp, lo, hi)
+        y = comp.outcome(values, domain)
+        eta = _predictor(comp, design)
+        scale = comp.scale("noise_sigma")
+        kwargs = dict(extra)
+        if name == "StudentT":
+            kwargs["nu"] = comp.positive("nu_dof") if comp.coin(0.3) else 4.0
+            if isinstance(kwargs["nu"], float):
+                comp.note("nu_dof = 4 (fixed)")
+        loc_kw = "alpha" if name == "Cauchy" else "mu"
+        comp.note(f"{LIKELIHOOD} ~ {name}({loc_kw}=eta, {scale_kw}=noise_sigma{', nu=nu_dof' if 'nu' in kwargs else ''})")
+        dist(LIKELIHOOD, **{loc_kw: eta, scale_kw: scale}, **kwargs, observed=y)
+    return build
+
+
+def fam_exponential(comp, design):
+    lo = float(comp.pick((0.0, 0.1)))
+    values = comp.rng.uniform(max(lo, 1e-3), 10.0, comp.n)
+    y = comp.outcome(values, pymc_dp.Interval(lo, np.inf if comp.coin(0.1) else 10.0))
+    eta = _predictor(comp, design)
+    if comp.coin(0.5):
+        comp.note(f"{LIKELIHOOD} ~ Exponential(lam=exp(-eta)) (AFT, log link)")
+        pm.Exponential(LIKELIHOOD, lam=pm.math.exp(-eta), observed=y)
+    else:
+        comp.note(f"{LIKELIHOOD} ~ Exponential(scale=exp(eta)) (AFT, log link)")
+        pm.Exponential(LIKELIHOOD, scale=pm.math.exp(eta), observed=y)
+
+
+def fam_exponential_direct(comp, design):
+    lo = float(comp.pick((0.0, 0.1)))
+    values = comp.rng.uniform(max(lo, 1e-3), 10.0, comp.n)
+    y = comp.outcome(values, pymc_dp.Interval(lo, np.inf if comp.coin(0.1) else 10.0))
+    lam = comp.positive("rate")
+    comp.note(f"{LIKELIHOOD} ~ Exponential(lam=rate)")
+    pm.Exponential(LIKELIHOOD, lam=lam, observed=y)
+
+
+def fam_gamma(comp, design):
+    values, domain = _interval_outcome(comp, 0.1, 10.0)
+    y = comp.outcome(values, domain)
+    eta = _predictor(comp, design)
+    shape = comp.positive("shape_k") if comp.coin(0.4) else float(comp.pick((1.0, 2.0, 5.0)))
+    if isinstance(shape, float):
+        comp.note(f"shape_k = {shape:g} (fixed)")
+    comp.note(f"{LIKELIHOOD} ~ Gamma(alpha=shape_k, beta=shape_k / exp(eta)) (log link)")
+    pm.Gamma(LIKELIHOOD, alpha=shape, beta=shape / pm.math.exp(eta), observed=y)
+
+
+def fam_lognormal(comp, design):
+    values, domain = _interval_outcome(comp, 0.1, 20.0)
+    y = comp.outcome(values, domain)
+    eta = _predictor(comp, design)
+    sigma = comp.scale("noise_sigma")
+    comp.note(f"{LIKELIHOOD} ~ LogNormal(mu=eta, sigma=noise_sigma)")
+    pm.LogNormal(LIKELIHOOD, mu=eta, sigma=sigma, observed=y)
+
+
+def _unit_interval_outcome(comp):
+    values = comp.rng.uniform(0.05, 0.95, comp.n)
+    return comp.outcome(values, pymc_dp.Interval(0.05, 0.95) if comp.coin(0.85) else pymc_dp.Interval(0.0, 1.0))
+
+
+def fam_beta_direct(comp, design):
+    y = _unit_interval_outcome(comp)
+    a, b = comp.positive("beta_a"), comp.positive("beta_b")
+    comp.note(f"{LIKELIHOOD} ~ Beta(alpha=beta_a, beta=beta_b)")
+    pm.Beta(LIKELIHOOD, alpha=a, beta=b, observed=y)
+
+
+def fam_beta(comp, design):
+    y = _unit_interval_outcome(comp)
+    eta = _predictor(comp, design)
+    phi = comp.positive("phi_precision") if comp.coin(0.6) else 10.0
+    if isinstance(phi, float):
+        comp.note("phi_precision = 10 (fixed)")
+    comp.note(f"{LIKELIHOOD} ~ Beta(mu=invlogit(eta), nu=phi_precision) (beta regression)")
+    pm.Beta(LIKELIHOOD, mu=pm.math.invlogit(eta), nu=phi, observed=y)
+
+
+def fam_categorical(comp, design):
+    K = int(comp.pick(comp.sizes["classes"]))
+    y = comp.outcome(comp.rng.integers(0, K, comp.n), pymc_dp.Integers(0, K - 1))
+    us = [_predictor(comp, design, f"_k{k}") for k in range(K - 1)]
+    reference = comp.pick(("zeros", "zeros_like"))
+    zero = pt.zeros(comp.n) if reference == "zeros" else pt.zeros_like(us[0])
+    comp.note(f"{LIKELIHOOD} ~ Categorical(p=softmax(stack(us + [{reference}]).T, axis=1))")
+    p = pm.math.softmax(pt.stack(us + [zero]).T, axis=1)
+    if comp.coin(0.3):
+        p = pm.Deterministic("class_p", p)
+        comp.note("class_p wrapped in pm.Deterministic")
+    pm.Categorical(LIKELIHOOD, p=p, observed=y)
+
+
+def fam_categorical_dirichlet(comp, design):
+    K = int(comp.pick(comp.sizes["classes"]))
+    y = comp.outcome(comp.rng.integers(0, K, comp.n), pymc_dp.Integers(0, K - 1))
+    comp.note(f"class_p ~ Dirichlet(ones({K})); {LIKELIHOOD} ~ Categorical(p=class_p)")
+    pm.Categorical(LIKELIHOOD, p=pm.Dirichlet("class_p", a=np.ones(K)), observed=y)
+
+
+def fam_ordered(comp, design):
+    K = int(comp.pick(comp.sizes["levels"]))
+    y = comp.outcome(comp.rng.integers(0, K, comp.n), pymc_dp.Integers(0, K - 1))
+    cut = pm.Normal("cutpoints", mu=np.linspace(-1.5, 1.5, K - 1), sigma=1.0, shape=K - 1,
+                    transform=pm.distributions.transforms.ordered, initval=np.linspace(-1.5, 1.5, K - 1))
+    comp.note(f"cutpoints ~ Normal(linspace(-1.5, 1.5, {K - 1}), 1, ordered)")
+    eta = _predictor(comp, design)
+    family = comp.pick(("OrderedLogistic", "OrderedProbit"))
+    comp.note(f"{LIKELIHOOD} ~ {family}(eta=eta, cutpoints=cutpoints)")
+    getattr(pm, family)(LIKELIHOOD, eta=eta, cutpoints=cut, observed=y)
+
+
+def fam_geometric(comp, design):
+    hi = int(comp.pick((5, 20)))
+    y = comp.outcome(comp.rng.integers(1, hi + 1, comp.n), pymc_dp.Integers(1, hi))
+    p = pm.math.invlogit(_predictor(comp, design))
+    comp.note(f"{LIKELIHOOD} ~ Geometric(p=invlogit(eta))")
+    pm.Geometric(LIKELIHOOD, p=p, observed=y)
+
+
+def fam_geometric_direct(comp, design):
+    hi = int(comp.pick((5, 20)))
+    y = comp.outcome(comp.rng.integers(1, hi + 1, comp.n), pymc_dp.Integers(1, hi))
+    p = comp.probability("theta")
+    comp.note(f"{LIKELIHOOD} ~ Geometric(p=theta)")
+    pm.Geometric(LIKELIHOOD, p=p, observed=y)
+
+
+def fam_beta_binomial(comp, design):
+    trials = int(comp.pick((3, 10)))
+    y = comp.outcome(comp.rng.integers(0, trials + 1, comp.n), pymc_dp.Integers(0, trials))
+    a, b = comp.positive("bb_alpha"), comp.positive("bb_beta")
+    comp.note(f"{LIKELIHOOD} ~ BetaBinomial(n={trials}, alpha=bb_alpha, beta=bb_beta)")
+    pm.BetaBinomial(LIKELIHOOD, n=trials, alpha=a, beta=b, observed=y)
+
+
+def fam_censored(comp, design):
+    lo, hi = comp.pick(((0.0, 10.0), (-3.0, 3.0)))
+    values = comp.rng.uniform(lo, hi, comp.n)
+    y = comp.outcome(values, pymc_dp.Interval(lo, hi))
+    eta = _predictor(comp, design)
+    sigma = comp.scale("noise_sigma")
+    bounds = comp.pick(("constants", "arrays", "inf_upper"))
+    if bounds == "constants":
+        lower, upper = lo, hi
+        text = f"lower={lo:g}, upper={hi:g}"
+    elif bounds == "arrays":
+        lower, upper = np.full(comp.n, lo), np.full(comp.n, hi)
+        text = f"lower=full(n, {lo:g}), upper=full(n, {hi:g})"
+    else:
+        lower = None
+        upper = np.where(comp.rng.random(comp.n) < 0.3, values, np.inf)
+        text = "upper=where(censored, y, +inf) (PyMC's survival idiom)"
+    comp.note(f"{LIKELIHOOD} ~ Censored(Normal.dist(mu=eta, sigma=noise_sigma), {text})")
+    pm.Censored(LIKELIHOOD, pm.Normal.dist(mu=eta, sigma=sigma), lower=lower, upper=upper, observed=y)
+
+
+def fam_normal_mixture(comp, design):
+    lo, hi = -5.0, 5.0
+    y = comp.outcome(comp.rng.uniform(lo, hi, comp.n), pymc_dp.Interval(lo, hi))
+    w = pm.Dirichlet("mix_w", a=np.ones(2))
+    mu = pm.Normal("mix_mu", mu=np.array([-1.0, 1.0]), sigma=2.0, shape=2)
+    sigma = comp.scale("noise_sigma")
+    comp.note(f"mix_w ~ Dirichlet(1, 1); mix_mu ~ Normal([-1, 1], 2); {LIKELIHOOD} ~ NormalMixture(w=mix_w, mu=mix_mu, sigma=noise_sigma)")
+    pm.NormalMixture(LIKELIHOOD, w=w, mu=mu, sigma=sigma, observed=y)
+
+
+def fam_poisson_mixture(comp, design):
+    hi = 20
+    y = comp.outcome(comp.rng.integers(0, hi + 1, comp.n), pymc_dp.Integers(0, hi))
+    w = pm.Dirichlet("mix_w", a=np.ones(2))
+    lam = comp.positive("mix_rate", (2,))
+    comp.note(f"mix_w ~ Dirichlet(1, 1); {LIKELIHOOD} ~ Mixture(w=mix_w, comp_dists=[Poisson.dist(mix_rate[0]), Poisson.dist(mix_rate[1])])")
+    pm.Mixture(LIKELIHOOD, w=w, comp_dists=[pm.Poisson.dist(mu=lam[0]), pm.Poisson.dist(mu=lam[1])], observed=y)
+
+
+def fam_zero_inflated(comp, design):
+    hi = 15
+    y = comp.outcome(comp.rng.integers(0, hi + 1, comp.n), pymc_dp.Integers(0, hi))
+    psi = comp.probability("psi_zero")
+    kind = comp.pick(("ZeroInflatedPoisson", "ZeroInflatedNegativeBinomial", "ZeroInflatedBinomial", "HurdlePoisson"))
+    eta = _predictor(comp, design)
+    if kind == "ZeroInflatedBinomial":
+        comp.note(f"{LIKELIHOOD} ~ ZeroInflatedBinomial(psi=psi_zero, n={hi}, p=invlogit(eta))")
+        pm.ZeroInflatedBinomial(LIKELIHOOD, psi=psi, n=hi, p=pm.math.invlogit(eta), observed=y)
+    elif kind == "ZeroInflatedNegativeBinomial":
+        comp.note(f"{LIKELIHOOD} ~ ZeroInflatedNegativeBinomial(psi=psi_zero, mu=exp(eta), alpha=2)")
+        pm.ZeroInflatedNegativeBinomial(LIKELIHOOD, psi=psi, mu=pm.math.exp(eta), alpha=2.0, observed=y)
+    else:
+        comp.note(f"{LIKELIHOOD} ~ {kind}(psi=psi_zero, mu=exp(eta))")
+        getattr(pm, kind)(LIKELIHOOD, psi=psi, mu=pm.math.exp(eta), observed=y)
+
+
+def fam_switchpoint(comp, design):
+    hi = 10
+    y = comp.outcome(comp.rng.integers(0, hi + 1, comp.n), pymc_dp.Integers(0, hi))
+    years = np.arange(comp.n)
+    switchpoint = pm.DiscreteUniform("switchpoint", 0, comp.n - 1)
+    early, late = comp.positive("early_rate"), comp.positive("late_rate")
+    rate = pm.math.switch(switchpoint >= years, early, late)
+    comp.note(f"switchpoint ~ DiscreteUniform(0, {comp.n - 1}); {LIKELIHOOD} ~ Poisson(switch(switchpoint >= years, early_rate, late_rate))")
+    pm.Poisson(LIKELIHOOD, mu=rate, observed=y)
+
+
+#: the designs a family reads: every design for a family with a linear predictor, none (an
+#: intercept-only placeholder that creates no container) for one whose parameters are free RVs
+ANY_DESIGN = ("intercept", "matrix", "columns", "groups")
+NO_DESIGN = ("intercept",)
+
+#: family key -> (builder, weight in the draw, the designs it may be composed with)
+FAMILIES: dict[str, tuple[Callable[[_Composer, Design], None], float, tuple[str, ...]]] = {
+    "bernoulli": (fam_bernoulli, 3.0, ANY_DESIGN),
+    "bernoulli_direct": (fam_bernoulli_direct, 1.0, ("intercept", "groups")),
+    "binomial": (fam_binomial, 1.5, ANY_DESIGN),
+    "poisson": (fam_poisson, 2.0, ANY_DESIGN),
+    "poisson_direct": (fam_poisson_direct, 0.7, ("intercept", "groups")),
+    "negative_binomial": (fam_negative_binomial, 1.0, ANY_DESIGN),
+    "normal": (_location_family("Normal", pm.Normal, "sigma"), 3.0, ANY_DESIGN),
+    "studentt": (_location_family("StudentT", pm.StudentT, "sigma"), 1.0, ANY_DESIGN),
+    "laplace": (_location_family("Laplace", pm.Laplace, "b"), 1.0, ANY_DESIGN),
+    "cauchy": (_location_family("Cauchy", pm.Cauchy, "beta"), 0.5, ANY_DESIGN),
+    "exponential": (fam_exponential, 1.0, ANY_DESIGN),
+    "exponential_direct": (fam_exponential_direct, 0.4, NO_DESIGN),
+    "gamma": (fam_gamma, 1.0, ANY_DESIGN),
+    "lognormal": (fam_lognormal, 0.5, ANY_DESIGN),
+    "beta": (fam_beta, 1.0, ANY_DESIGN),
+    "beta_direct": (fam_beta_direct, 0.4, NO_DESIGN),
+    "categorical": (fam_categorical, 1.2, ANY_DESIGN),
+    "categorical_dirichlet": (fam_categorical_dirichlet, 0.4, NO_DESIGN),
+    "ordered": (fam_ordered, 1.0, ANY_DESIGN),
+    "geometric": (fam_geometric, 0.4, ANY_DESIGN),
+    "geometric_direct": (fam_geometric_direct, 0.2, NO_DESIGN),
+    "beta_binomial": (fam_beta_binomial, 0.5, NO_DESIGN),
+    "censored": (fam_censored, 1.0, ANY_DESIGN),
+    "normal_mixture": (fam_normal_mixture, 0.5, NO_DESIGN),
+    "poisson_mixture": (fam_poisson_mixture, 0.5, NO_DESIGN),
+    "zero_inflated": (fam_zero_inflated, 1.0, ANY_DESIGN),
+    "switchpoint": (fam_switchpoint, 0.3, NO_DESIGN),
+}
+
+#: design key -> weight in the draw
+DESIGN_WEIGHTS = {"intercept": 1.0, "matrix": 3.0, "columns": 2.0, "groups": 2.0}
+
+
+def _unit(comp: _Composer):
+    kind = comp.pick(("record", "record", "record", "attribute", "users_max_rows", "users_ids"))
+    if kind in ("record", "attribute"):
+        comp.note(f"unit={kind!r}")
+        return kind
+    if kind == "users_max_rows":
+        m = int(comp.pick((1, 2, 3)))
+        comp.note(f"unit=Users(max_rows={m})")
+        return pymc_dp.Users(max_rows=m)
+    ids = comp.rng.integers(0, max(2, comp.n // 2), comp.n)
+    unit = pymc_dp.Users(ids)
+    comp.note(f"unit=Users(ids) with max_rows={unit.max_rows}")
+    return unit
+
+
+def _weighted_key(rng: np.random.Generator, weights: dict[str, float]) -> str:
+    keys = list(weights)
+    p = np.array([weights[k] for k in keys], dtype=float)
+    return keys[int(rng.choice(len(keys), p=p / p.sum()))]
+
+
+def generate(seed: int, profile: str = "campaign") -> GeneratedModel:
+    """The model of ``seed``: same seed and profile, same model, same recipe, same contract.
+
+    Parameters
+    ----------
+    seed : int
+        Any non-negative integer.
+    profile : {"campaign", "ci"}
+        The shapes drawn (:data:`PROFILES`): ``"ci"`` keeps designs to 3 columns and 3 groups.
+
+    Returns
+    -------
+    GeneratedModel
+    """
+    rng = np.random.default_rng([20261128, int(seed), list(PROFILES).index(profile)])
+    comp = _Composer(rng=rng, n=int(rng.integers(20, 61)), sizes=PROFILES[profile])
+    family = _weighted_key(rng, {k: w for k, (_, w, _) in FAMILIES.items()})
+    designs = FAMILIES[family][2]
+    design_key = _weighted_key(rng, {k: DESIGN_WEIGHTS[k] for k in designs})
+    comp.outcome_private = not DESIGNS[design_key].reads_covariates or comp.coin(0.9)
+    comp.note(f"seed={seed}; profile={profile}; n={comp.n}; family={family}; design={design_key}")
+    with pm.Model() as model:
+        design = DESIGNS[design_key](comp)
+        FAMILIES[family][0](comp, design)
+    unit = _unit(comp)
+    epsilon = float(f"{10 ** rng.uniform(np.log10(0.5), np.log10(50.0)):.3g}")
+    draws = int(comp.pick((1, 2, 5, 10, 20, 50)))
+    comp.note(f"epsilon={epsilon:g}, draws={draws}")
+    return GeneratedModel(seed=int(seed), recipe=tuple(comp.recipe), model=model, data=dict(comp.data),
+                          public=tuple(comp.public), unit=unit, epsilon=epsilon, draws=draws, family=family)
