@@ -67,6 +67,14 @@ class Domain:
             raise DomainError(
                 f"Private data {name!r} has dtype {values.dtype}; pymc_dp needs numeric data."
             )
+        if values.dtype.kind == "f" and np.any(np.isinf(values)) and not np.any(np.isnan(values)):
+            raise DomainError(
+                f"Private data {name!r} holds infinite values. If they mark uncensored rows of a "
+                "pm.Censored bound (PyMC's upper=np.inf), note that censoring bounds are supported as "
+                f"public data only: declare {name!r} public (public=[...]) when the censoring times are "
+                "not sensitive. Otherwise clean or impute them (with a public rule) before making the "
+                "model private."
+            )
         if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
             raise DomainError(
                 f"Private data {name!r} holds NaN or infinite values; clean or impute them "

@@ -83,3 +83,25 @@ def test_discrete_choice_with_a_zero_reference_utility_certifies(reference):
     box = pymc_dp.Box([-1.0, -1.0], [1.0, 1.0])
     cert = pymc_dp.certify(model, epsilon=10.0, draws=2, data={"x1": box, "x2": box, "y": pymc_dp.Integers(0, 2)})
     assert cert.certificate.factors[0].reads == ("x1", "x2", "y")
+
+
+def _survival(end=5.0):
+    """An exponential survival model as PyMC writes it: ``upper = +inf`` on uncensored rows, the
+    study's end on censored ones (``y = min(t, end)``)."""
+    t = np.random.default_rng(0).exponential(2.0, 30)
+    y = np.minimum(t, end)
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 2, 2)
+        upper = pm.Data("upper", np.where(t > end, end, np.inf))
+        pm.Censored("obs", pm.Exponential.dist(lam=lam), lower=None, upper=upper, observed=pm.Data("y", y))
+    return model
+
+
+def test_survival_model_with_infinite_censoring_bounds():
+    # a public censoring container: +inf is PyMC's "uncensored" (it was "holds NaN or infinite
+    # values", then "must be a constant of the model")
+    cert = pymc_dp.certify(_survival(), epsilon=40.0, draws=2, data={"y": pymc_dp.Interval(0, 5)}, public=["upper"])
+    assert cert.certificate.factors[0].reads == ("y",)
+    # a private one: refused with what to do, not "clean or impute" alone
+    with pytest.raises(pymc_dp.DomainError, match="uncensored rows of a pm.Censored bound.*public"):
+        pymc_dp.certify(_survival(), epsilon=40.0, draws=2, data={"y": pymc_dp.Interval(0, 5), "upper": pymc_dp.Interval(0, 5)})

@@ -262,6 +262,10 @@ def _constant(value, what: str) -> np.ndarray:
 
     if isinstance(value, Constant):
         return np.asarray(value.data, dtype=float)
+    from pytensor.compile.sharedvalue import SharedVariable
+
+    if isinstance(value, SharedVariable):  # a public pm.Data container (a private one never gets here)
+        return np.asarray(value.get_value(), dtype=float)
     try:
         from pytensor.tensor.basic import get_underlying_scalar_constant_value
 
@@ -308,10 +312,15 @@ def _atoms_and_domain(spec: _Base, domain, l, u):
         # l == u makes every value the single point l (PyMC then reports ln P(Y <= l) there)
         raise UnsupportedFactorError(f"pm.Censored needs lower < upper, got lower={l}, upper={u}")
     if np.any(a < l) or np.any(b > u):
+        # +inf (PyMC's "uncensored") passes; a finite point inside the domain does not: a
+        # neighbouring record of that row may lie beyond it, where the likelihood is 0
         raise DomainError(
             f"the declared domain {domain} reaches outside the censoring interval "
-            f"[{np.min(l):g}, {np.max(u):g}]: a censored record lies in [lower, upper] (outside "
-            f"it the likelihood is 0); declare a domain inside [lower, upper]"
+            f"[{np.max(l):g}, {np.min(u):g}] of some element: a censored record lies in [lower, upper] "
+            f"(outside it the likelihood is 0), and every record of the domain must be possible in "
+            f"every row. Declare a domain inside [lower, upper] (e.g. up to the smallest finite upper "
+            f"point), or censor at the domain's ends (administrative censoring at the study's end, "
+            f"upper = the domain's top, and +inf for uncensored rows)"
         )
     lower_atom = np.isfinite(l) & (l == a)
     upper_atom = np.isfinite(u) & (u == b)

@@ -234,6 +234,26 @@ def test_censored_normal_elementwise_censoring_points():
     assert_pt_matches_np("Normal", dom, base, l, u)
 
 
+def test_infinite_censoring_points_are_uncensored_rows():
+    """Survival data as PyMC writes it: ``upper = +inf`` on uncensored rows, the study's end
+    (here the domain's top) on censored ones. An infinite row is the base's own range, a row
+    at the top carries the atom; the rule covers PyMC's censored log-density over each row's
+    records. A finite point inside the domain is refused: a neighbour's record may lie beyond it."""
+    dom = Interval(0, 5)
+    u = np.array([np.inf, 5.0, np.inf, 5.0])
+    for scale in (0.4, 1.5, 6.0):
+        lo, hi = rule("Exponential", dom, (Bounds.point(scale),), -np.inf, u)
+        assert lo.shape == (4,) and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))
+        for i, u_i in enumerate(u):
+            vals = censored_logp("Exponential", -np.inf, u_i, np.linspace(0.0, 5.0, 201), lam=1.0 / scale)
+            assert lo[i] <= vals.min() + 1e-12 and hi[i] >= vals.max() - 1e-12, (scale, i)
+        e_lo, e_hi = log_density_range(base_op("Exponential"), dom, (Bounds.point(scale),), NP)
+        assert lo[0] == pytest.approx(float(e_lo)) and hi[0] == pytest.approx(float(e_hi))
+        assert hi[1] >= np.log(np.exp(-5.0 / scale)) - 1e-12  # the atom P(Y >= 5)
+    with pytest.raises(DomainError, match="smallest finite upper point"):
+        rule("Exponential", dom, (Bounds.point(1.0),), -np.inf, np.array([np.inf, 1.2]))
+
+
 # --------------------------------------------------------------------------- other bases, per theta
 
 OTHER_CASES = [
