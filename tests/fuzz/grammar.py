@@ -633,17 +633,22 @@ def fam_censored(comp, design):
     y = comp.outcome(values, pymc_dp.Interval(lo, hi))
     eta = _predictor(comp, design)
     sigma = comp.scale("noise_sigma")
-    bounds = comp.pick(("constants", "arrays", "inf_upper"))
+    bounds = comp.pick(("constants", "arrays", "inf_upper", "public_container"))
     if bounds == "constants":
         lower, upper = lo, hi
         text = f"lower={lo:g}, upper={hi:g}"
     elif bounds == "arrays":
         lower, upper = np.full(comp.n, lo), np.full(comp.n, hi)
         text = f"lower=full(n, {lo:g}), upper=full(n, {hi:g})"
-    else:
+    elif bounds == "inf_upper":
         lower = None
         upper = np.where(comp.rng.random(comp.n) < 0.3, values, np.inf)
-        text = "upper=where(censored, y, +inf) (PyMC's survival idiom)"
+        text = "upper=where(censored, y, +inf) (PyMC's survival idiom, censoring points inside the domain)"
+    else:
+        lower = None
+        upper = pm.Data("censor_upper", np.where(comp.rng.random(comp.n) < 0.3, hi, np.inf))
+        comp.public.append("censor_upper")
+        text = "upper=censor_upper (public pm.Data: the domain's top where censored, +inf elsewhere)"
     comp.note(f"{LIKELIHOOD} ~ Censored(Normal.dist(mu=eta, sigma=noise_sigma), {text})")
     pm.Censored(LIKELIHOOD, pm.Normal.dist(mu=eta, sigma=sigma), lower=lower, upper=upper, observed=y)
 
