@@ -16,6 +16,7 @@ from pymc_dp.core import PrivateModel, make_private, private
 from pymc_dp.domains import Ball, Binary, Box, Domain, Integers, Interval
 from pymc_dp.exceptions import (
     BudgetExceededError,
+    CertificateRefutedError,
     DomainError,
     LedgerError,
     NotConjugateError,
@@ -105,4 +106,5 @@ __all__ = [
     "LedgerError",
     "NotConjugateError",
     "StuckChainError",
+    "CertificateRefutedError",
 ]

@@ -95,6 +95,9 @@ class Certificate:
     #: run-time contamination: {"p", "container", "g", "epsilon_contaminated"} (the release's epsilon on
     #: the contaminated data; ``epsilon`` is then the amplified loss for the original data), else None
     amplification: dict | None = None
+    #: what the independent refutation check (pymc_dp/refutation.py) probed and measured; it found
+    #: no counterexample, or nothing would have been certified (None: a certificate made otherwise)
+    refutation: str | None = None
 
     @property
     def Delta_per_draw(self) -> float:
@@ -135,6 +138,7 @@ class Certificate:
             "versions": dict(self.versions),
             "caveats": list(self.caveats),
             **({} if self.amplification is None else {"amplification": dict(self.amplification)}),
+            **({} if self.refutation is None else {"refutation": self.refutation}),
         }
 
     def to_json(self) -> str:
@@ -176,6 +180,8 @@ class Certificate:
             if self.sampler == "exact"
             else "  sampler: MCMC (no exact sampler for this model)"
         )
+        if self.refutation is not None:
+            lines.append(f"  checked: {self.refutation}")
         for c in self.caveats:
             lines.append(f"  caveat: {c}")
         return "\n".join(lines)

@@ -35,6 +35,7 @@ from pymc_dp.exceptions import (
 )
 from pymc_dp.factors import Factor, find_factors
 from pymc_dp.graph_checks import check_graph, observed_private
+from pymc_dp.refutation import refute_claims
 from pymc_dp.rewrite import rewrite_model
 from pymc_dp.split import BudgetSplit, InfeasibleBudget, choose_split
 from pymc_dp.truncate import FactorRegion, RegionContext, prior_draws, prior_mass
@@ -401,8 +402,12 @@ class _Certifier:
         except NotConjugateError as err:
             self.plan, self.plan_refusal = None, err
         sampler = "exact" if self.plan is not None else "mcmc"
+        # PyMC's own logp searched for a counterexample to every claim (raises CertificateRefutedError)
+        claims = {f.name: (lipschitz[f.name], getattr(regions[f.name], "bound", "lipschitz")) for f in self.factors}
+        refutation = refute_claims(model, self.factors, claims, constraints, self.domains, unit, ctx)
         self.certificate = dataclasses.replace(
             self.certificate,
+            refutation=refutation.summary(),
             sampler=sampler,
             exact_unavailable=None if self.plan is not None else str(self.plan_refusal),
             caveats=self.certificate.caveats + ((MCMC_CAVEAT,) if sampler == "mcmc" else ()),

@@ -15,6 +15,7 @@ __all__ = [
     "LedgerError",
     "NotConjugateError",
     "StuckChainError",
+    "CertificateRefutedError",
     "EstimateNotBudgetError",
     "refuse_estimate",
 ]
@@ -62,3 +63,30 @@ class NotConjugateError(PrivacyError):
 class StuckChainError(PrivacyError):
     """An MCMC chain of a release did not move: its draws are its starting point, not posterior
     draws. Nothing is released; the ledger keeps the charge (the release ran on the data)."""
+
+
+class CertificateRefutedError(PrivacyError):
+    """The independent refutation check (:mod:`pymc_dp.refutation`) measured, with PyMC's own logp of
+    the model, a change of one record's log-likelihood above the constant a factor's certificate
+    claims: a bug in pymc_dp, found before anything was certified, sampled or charged.
+
+    Attributes
+    ----------
+    factor : str
+        The factor whose claim is refuted.
+    point : dict
+        The parameter point (public: a point of the truncation region).
+    records : tuple of dict
+        The two neighbouring records (public: points of the declared domains).
+    claimed, measured : float
+        The certificate's constant and the measured change (or half oscillation).
+    """
+
+    def __init__(self, message: str, *, factor: str = "", point: dict | None = None, records: tuple = (),
+                 claimed: float = float("nan"), measured: float = float("nan")):
+        super().__init__(message)
+        self.factor = factor
+        self.point = dict(point or {})
+        self.records = tuple(records)
+        self.claimed = claimed
+        self.measured = measured
