@@ -44,20 +44,11 @@ from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.predictor import NotAPredictor, Predictor, analyse, strip_identity, value_ancestors
 from pymc_dp.rules import PT, Bounds, Nested, element_lipschitz, rule_info
 from pymc_dp.rules.base import RuleInfo, parameter_refusal
+from pymc_dp.rules.beta_regression import match_mean_precision
 
 __all__ = [
-    "Factor",
-    "PointForm",
-    "AffineForm",
-    "IndexForm",
-    "LinkForm",
-    "PredictorForm",
-    "SpaceForm",
-    "NestedForm",
-    "find_factors",
-    "private_ancestors",
-    "strip_casts",
-    "strip_expand_dims",
+    "Factor", "PointForm", "AffineForm", "IndexForm", "LinkForm", "PredictorForm", "SpaceForm", "NestedForm",
+    "find_factors", "private_ancestors", "strip_casts", "strip_expand_dims",
 ]
 
 
@@ -576,6 +567,13 @@ def _family_forms(analyzer: "_Analyzer", op, node, info: RuleInfo, name: str, pa
         return _mixture_forms(analyzer, node, info, name)
     params = _dist_params(op, node) if params is None else list(params)
     family = info.family
+    if family == "Beta" and any(private_ancestors(p, analyzer.private) for p in params):
+        # beta regression: alpha = sigmoid(eta) phi, beta = (1 - sigmoid(eta)) phi (rules/beta_regression.py)
+        eta, phi = match_mean_precision(*params) or (None, None)
+        if eta is None or private_ancestors(phi, analyzer.private):
+            reads = private_ancestors(params[0] if private_ancestors(params[0], analyzer.private) else params[1], analyzer.private)
+            raise UnsupportedFactorError(parameter_refusal(name, info, "alpha" if eta is None else "beta", reads))
+        return (SpaceForm("logit-mean", analyzer.predictor_form(eta)), SpaceForm("precision", PointForm(phi)))
     forms = []
     for pname, param in zip(info.param_names, params):
         reads = private_ancestors(param, analyzer.private)

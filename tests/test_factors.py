@@ -239,3 +239,41 @@ def test_a_parameter_that_may_not_read_private_data_is_refused_in_the_users_word
     for part in ("'heavy'", "'x1'", "'nu'", "the name PyMC's StudentT gives", "through 'mu'", "declare 'x1' public"):
         assert part in msg, (part, msg)
     assert "none" not in msg and "only [" not in msg
+
+
+# --------------------------------------------------------------------------- issue 32: beta regression
+@pytest.mark.parametrize("form", ["alpha-beta", "mu-nu", "phi-first"])
+def test_beta_regression_on_private_covariates_reads_a_logit_mean_and_a_precision(form):
+    """Formerly refused "the Beta parameter 'alpha' reads private data ['x1']; only none may":
+    alpha = mu phi, beta = (1 - mu) phi with mu = invlogit(eta) is a logit-mean window of eta and
+    the precision phi (rules/beta_regression.py; the rule is brute-forced in tests/rules)."""
+    with pm.Model() as m:
+        x1, _ = _covariates()
+        yd = pm.Data("y", RNG.uniform(0.1, 0.9, N))
+        b = pm.Normal("b", 0, 1, shape=2)
+        phi = pm.HalfNormal("phi", 10)
+        mu = pm.math.invlogit(b[0] + b[1] * x1)
+        if form == "mu-nu":
+            pm.Beta("share", mu=mu, nu=phi, observed=yd)
+        elif form == "phi-first":
+            pm.Beta("share", alpha=phi * mu, beta=phi * (1 - mu), observed=yd)
+        else:
+            pm.Beta("share", alpha=mu * phi, beta=(1 - mu) * phi, observed=yd)
+    (f,) = factors_of(m, {**DOM, "y": pymc_dp.Interval(0.05, 0.95)})
+    mean, precision = f.forms
+    assert mean.space == "logit-mean" and mean.inner.predictor.exact and mean.inner.predictor.containers == ["x1"]
+    assert precision.space == "precision" and isinstance(precision.inner, PointForm)
+
+
+def test_beta_with_private_data_in_another_form_is_refused_with_the_next_step():
+    with pm.Model() as m:
+        x1, _ = _covariates()
+        yd = pm.Data("y", RNG.uniform(0.1, 0.9, N))
+        b = pm.Normal("b")
+        pm.Beta("share", alpha=pm.math.exp(b * x1), beta=2.0, observed=yd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError) as info:
+        factors_of(m, {**DOM, "y": pymc_dp.Interval(0.05, 0.95)})
+    msg = str(info.value)
+    for part in ("'share'", "'x1'", "'alpha'", "logit-link mean", "mu = pm.math.invlogit(eta)", "declare 'x1' public"):
+        assert part in msg, (part, msg)
+    assert "none" not in msg

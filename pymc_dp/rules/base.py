@@ -183,9 +183,11 @@ _NEXT_STEP = {
     "Exponential": "give the scale a log link of a linear predictor (scale=pm.math.exp(eta) or "
                    "lam=pm.math.exp(-eta))",
     "Gamma": "give the mean a log link (pm.Gamma(alpha=shape, beta=shape / pm.math.exp(eta)))",
-    "Beta": "write the mean through a logit link and a precision that reads no private data "
-            "(mu = pm.math.invlogit(eta); alpha=mu * phi, beta=(1 - mu) * phi, or mu=mu, nu=phi)",
+    "Beta": "write alpha=mu * phi, beta=(1 - mu) * phi (or mu=mu, nu=phi) with mu = pm.math.invlogit(eta) "
+            "and a precision phi that reads no private data",
 }
+#: how private covariates may enter a family whose ``range_params`` do not say it
+_THROUGH = {"Beta": "a logit-link mean with a precision that reads no private data (beta regression)"}
 
 
 def parameter_refusal(factor: str, info: RuleInfo, pname: str, reads) -> str:
@@ -195,9 +197,10 @@ def parameter_refusal(factor: str, info: RuleInfo, pname: str, reads) -> str:
     family = info.family
     data = ", ".join(repr(r) for r in reads)
     allowed = sorted(info.range_params)
-    if allowed:
-        can = (f"pymc_dp bounds a {family} likelihood whose private covariates enter only through "
-               f"{' or '.join(repr(a) for a in allowed)} (a regression's location or mean): move them there")
+    if family in _THROUGH or allowed:
+        through = _THROUGH.get(family) or f"{' or '.join(repr(a) for a in allowed)} (a regression's location or mean)"
+        can = f"pymc_dp bounds a {family} likelihood whose private covariates enter only through {through}"
+        can += "" if family in _THROUGH else ": move them there"
     else:
         can = (f"pymc_dp bounds a {family} likelihood only when private data enter as its observed "
                "value, not through its parameters")

@@ -35,6 +35,7 @@ from pytensor.tensor.random.basic import (
 )
 
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
+from pymc_dp.rules import beta_regression
 from pymc_dp.rules.base import Bounds, domain_interval, register_rule
 from pymc_dp.rules.region import NoRegionRule, RegionSpec, Span, Window, register_region
 
@@ -396,9 +397,16 @@ def beta_range(op, domain, params, xp):
     stationary point ``(alpha - 1)/(alpha + beta - 2)``; g is concave, convex or monotone
     according to the signs of ``alpha - 1`` and ``beta - 1``, and in every case its range on
     ``[lo, hi]`` is the range over the ends and the clipped stationary point.
+
+    Beta regression (``alpha`` a window of ``eta`` with ``space="logit-mean"``, ``beta`` the
+    precision ``phi``): :mod:`pymc_dp.rules.beta_regression` (derivation there).
     """
     a, b = _beta_domain(domain)
     alpha, beta = params
+    if alpha.space == "logit-mean":  # beta regression: alpha = sigmoid(eta) phi, beta the precision
+        beta_regression.check_parts(alpha, beta)
+        return beta_regression.beta_logit_mean_range(a, b, alpha.lo, alpha.hi, beta.lo, xp)
+    _natural(beta, "Beta", "beta")
     alpha = _point(alpha, "Beta", "alpha")
     beta = _point(beta, "Beta", "beta")
     const = xp.gammaln(alpha + beta) - xp.gammaln(alpha) - xp.gammaln(beta)
@@ -694,6 +702,8 @@ def beta_region(op, domain, params) -> np.ndarray:
     finite limits (evaluated without the cancelling ``ln B``)."""
     alpha, beta = params
     a, b = _beta_domain(domain)
+    if isinstance(alpha, Window) and alpha.space == "logit-mean":
+        return beta_regression.beta_logit_mean_region(a, b, alpha, beta)
     al_lo, al_hi = region_span(alpha, "Beta", "alpha")
     be_lo, be_hi = region_span(beta, "Beta", "beta")
     best = None
