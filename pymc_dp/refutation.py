@@ -30,6 +30,7 @@ import pymc as pm
 import pytensor
 import pytensor.scalar as ps
 import pytensor.tensor as pt
+from pymc.distributions.distribution import SymbolicRandomVariable
 from pymc.logprob.utils import ParameterValueError
 from pytensor.compile.mode import Mode
 from pytensor.graph.replace import clone_replace, vectorize_graph
@@ -37,6 +38,7 @@ from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.graph.traversal import ancestors
 from pytensor.link.vm import VMLinker
 from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.random.op import RandomVariable
 
 from pymc_dp.constraints import box_of
 from pymc_dp.domains import Ball, Box, Integers, Interval
@@ -246,7 +248,7 @@ def refute_claims(
         probe = _FactorProbe.build(model, factor, domains)
         points = [] if isinstance(probe, str) else region.points(probe.theta_names, budget, rng)
         result = probe if isinstance(probe, str) else (
-            probe.check(float(claimed), bound, points, region, budget, rng, str(unit) == "attribute") if points
+            probe.check(float(claimed), bound, points, region, budget, rng, bool(unit == "attribute")) if points
             else "no public parameter point of the region was found")
         if isinstance(result, str):  # said in the report, never passed silently
             skipped.append((factor.name, result))
@@ -394,14 +396,20 @@ def _candidate_rows(domain, row_shape: tuple, count: int, rng) -> np.ndarray | N
         return None
     size = int(np.prod(row_shape, dtype=int))
     alt = (np.arange(size) % 2 == 0).reshape(row_shape)
-    rows = [lo, hi, np.where(alt, lo, hi), np.where(alt, hi, lo)]
+    mid = np.floor(0.5 * (lo + hi)) if integer else 0.5 * (lo + hi)
+    rows = [lo, hi, np.where(alt, lo, hi), np.where(alt, hi, lo), mid]
     u = rng.random(shape)
     corner = np.where(rng.random(shape) < 0.5, lo, hi)
-    interior = np.floor(lo + u * (hi - lo + 1)) if integer else lo + u * (hi - lo)
-    interior = np.minimum(interior, hi)
-    rows += [corner[i] if i % 2 == 0 else interior[i] for i in range(count)]
-    out = np.unique(np.stack(rows[:max(count, 2)]).reshape(-1, max(size, 1)), axis=0)
-    return out.reshape((-1,) + tuple(row_shape))
+    interior = np.minimum(np.floor(lo + u * (hi - lo + 1)) if integer else lo + u * (hi - lo), hi)
+    # random corners and random interior points in turn (one element: its corners are above)
+    rows += [corner[i] if i % 2 == 0 and size > 1 else interior[i] for i in range(count)]
+    out, seen = [], set()
+    for r in rows:  # distinct rows, in this order, ``count`` of them (at least both ends)
+        key = np.asarray(r, float).tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(np.asarray(r, float))
+    return np.stack(out[: max(count, 2)])
 
 
 # --------------------------------------------------------------------------- one factor
@@ -426,11 +434,6 @@ class _FactorProbe:
     @classmethod
     def build(cls, model, factor, domains) -> _FactorProbe | str:
         """The probe, or the reason the factor cannot be checked."""
-        rv = factor.rv
-        obs = {o: model.rvs_to_values[o] for o in model.observed_RVs if o is not rv}
-        logp = pm.logp(rv, model.rvs_to_values[rv], warn_rvs=False)
-        if obs:  # another factor's observed RV in this one's parameters is its observed value
-            logp = clone_replace(logp, replace=obs)
         containers = {v: v.name for v in model.data_vars if v.name in factor.reads}
         unknown = [n for n in containers.values() if n not in domains]
         if unknown:
@@ -438,9 +441,16 @@ class _FactorProbe:
         holders = {v: v.type() for v in containers}
         free = {r.name: r for r in model.free_RVs}
         thetas = {name: r.type() for name, r in free.items()}
-        logp = clone_replace(logp, replace={**holders, **{free[n]: t for n, t in thetas.items()}})
+        # the inputs go into the factor's own graph before PyMC derives its logp (which may clone
+        # the graph, e.g. a Censored one's inner distribution); another factor's observed RV in
+        # this one's parameters is its observed value
+        obs = {o: model.rvs_to_values[o] for o in model.observed_RVs if o is not factor.rv}
+        rv, value = clone_replace([factor.rv, model.rvs_to_values[factor.rv]], replace=obs) if obs else (
+            factor.rv, model.rvs_to_values[factor.rv])
+        rv, value = clone_replace([rv, value], replace={**holders, **{free[n]: t for n, t in thetas.items()}})
+        logp = pm.logp(rv, value, warn_rvs=False)
         anc = set(ancestors([logp]))
-        if any(v.owner is not None and "RandomVariable" in type(v.owner.op).__name__ for v in anc):
+        if any(v.owner is not None and isinstance(v.owner.op, (RandomVariable, SymbolicRandomVariable)) for v in anc):
             return "its logp graph still holds a random variable after the free RVs were replaced"
         used = [n for n, t in thetas.items() if t in anc]
         batch = {n: pt.tensor(dtype=free[n].dtype, shape=(None, *thetas[n].type.shape), name=n) for n in used}
@@ -572,7 +582,7 @@ class _FactorProbe:
             if not extra[0] <= measured:
                 measured, where = extra
         pairs = sum(len(g) * (len(g) - 1) // 2 for g in groups)
-        self._judge(claimed, bound, measured, where, records, points, table)
+        self._judge(claimed, bound, measured, where, records, points, table, rows)
         return FactorRefutation(self.factor.name, bound, claimed, float(measured), evaluated, pairs, elementwise)
 
     def _random_base(self, records, rng) -> dict[str, np.ndarray]:
@@ -681,13 +691,17 @@ class _FactorProbe:
             hi = math.nan
         return (0.5 * (hi - lo), ("oscillation", a, b, row, i_hi, i_lo)), evaluated
 
-    def _judge(self, claimed, bound, measured, where, records, points, table):
+    def _judge(self, claimed, bound, measured, where, records, points, table, rows):
         """Raise on a counterexample: a change above the claim, or NaN (fail closed)."""
-        scale = float(np.nanmax(np.abs(table[np.isfinite(table)]), initial=0.0))
+        if where is None:
+            return
+        kind, a, b, row, p_hi, p_lo = where
+        pair = table[:, [a, b], row]  # the size of the log-densities the change is a difference of
+        scale = float(np.max(np.abs(pair[np.isfinite(pair)]), initial=0.0))
         limit = claimed * (1 + RTOL) + ATOL + 64 * np.finfo(float).eps * 2 * scale * (2 if bound == "oscillation" else 1)
         if measured <= limit:
             return
-        kind, a, b, row, p_hi, p_lo = where
+        row = row if rows is None else rows[row]
         theta = {k: _short(v) for k, v in points[p_hi].items() if k in self.theta_names}
         other = "" if p_lo is None else (
             f" and the parameter point {{{', '.join(f'{k}={_short(v)}' for k, v in points[p_lo].items() if k in self.theta_names)}}}")

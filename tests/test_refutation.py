@@ -162,3 +162,19 @@ def test_an_oscillation_claim_is_checked_as_an_oscillation():
     (f,) = refute(cert).factors
     assert f.bound == "oscillation" and f.record_pairs >= 1
     assert 0.9 < f.ratio <= 1 + 1e-6  # attained at the region's ends, which the check probes
+
+
+def test_a_nan_change_is_a_counterexample_never_a_pass():
+    from pymc_dp.refutation import _worst
+
+    table = np.array([[[0.0, 0.0], [np.nan, -0.1]]])  # (points, records, rows): record 1's row 0 is NaN
+    for bound in ("lipschitz", "oscillation"):
+        measured, where = _worst(table, [[0, 1]], bound)
+        assert np.isnan(measured) and where is not None and not measured <= 1e9
+
+
+def test_the_attribute_unit_changes_one_container_at_a_time():
+    model, domains = _logistic(n=30)
+    cert = pymc_dp.certify(model, epsilon=10.0, draws=10, data=domains, unit="attribute")
+    (f,) = refute(cert).factors
+    assert f.elementwise and 0.2 < f.ratio <= 1 + 1e-6 and f.record_pairs >= 2
