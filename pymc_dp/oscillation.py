@@ -235,8 +235,9 @@ def _largest_uppers(om: OscillationModel, t1: np.ndarray, limit: float, support:
     fractions = np.linspace(0.0, 1.0, 17)[1:-1]
     for _ in range(30):  # a bracket may span 1e11 (a step from a support's end): 16^30 covers it
         # the width's scale: the interval's, or the ends' own from a lower end of -inf
-        scale = np.where(np.isfinite(a), good - a, np.maximum(np.abs(good), np.abs(bad)))
-        live = ~np.isnan(bad) & np.isfinite(good) & (bad - good > 1e-10 * np.maximum(scale, 1e-300))
+        scale = np.where(np.isfinite(a), good - np.where(np.isfinite(a), a, 0.0), np.maximum(np.abs(good), np.abs(bad)))
+        with np.errstate(invalid="ignore"):  # rows without a bracket (bad NaN, good -inf) are not live
+            live = ~np.isnan(bad) & np.isfinite(good) & (bad - good > 1e-10 * np.maximum(scale, 1e-300))
         if not live.any():
             break
         g, b_, a_ = good[live], bad[live], a[live]
