@@ -595,6 +595,8 @@ def _content(
         "ledger": _ledger(release),
         "diagnostics": _diagnostics(posterior, release, max_rows) if released else None,
         "caveats": caveats,
+        # what the independent refutation check probed (docs/theory/refutation.md); None: not run
+        "refutation": cert.get("refutation"),
         "warnings": warnings_,
         "versions": dict(sorted(cert.get("versions", {}).items())),
     }

@@ -178,3 +178,11 @@ def test_the_attribute_unit_changes_one_container_at_a_time():
     cert = pymc_dp.certify(model, epsilon=10.0, draws=10, data=domains, unit="attribute")
     (f,) = refute(cert).factors
     assert f.elementwise and 0.2 < f.ratio <= 1 + 1e-6 and f.record_pairs >= 2
+
+
+def test_the_privacy_report_says_the_check_ran():
+    model, domains = _beta_bernoulli()
+    pmod = pymc_dp.make_private(model, epsilon=4.0, draws=2, data=domains, ledger=None)
+    content = pymc_dp.report(pmod).to_dict()
+    assert content["refutation"] == pmod.certificate.refutation
+    assert "found no counterexample" in content["refutation"]
