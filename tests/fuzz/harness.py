@@ -4,7 +4,8 @@
 :class:`FuzzResult` whose ``status`` is one of
 
 * ``"certified"`` -- a certificate was issued, and the refutation check at the larger budget
-  (:func:`pymc_dp.refutation.refute` with ``effort="thorough"``) found no counterexample;
+  (:func:`pymc_dp.refutation.refute` with ``effort="thorough"``) found no counterexample (the
+  certificate's own fields are checked against the request too: :func:`certificate_problems`);
 * ``"refused"`` -- :func:`pymc_dp.certify` raised a :class:`pymc_dp.PrivacyError` subclass;
 * ``"refuted"`` -- a counterexample to a certificate's claimed bound was found, either by the
   check inside ``certify`` (the rule that produced the bound is wrong) or by the thorough check
@@ -14,7 +15,7 @@
 * ``"timeout"`` -- certification (or the check) took longer than the harness allows.
 
 ``problems`` lists what breaks the contract: a crash, a refutation, a refusal whose message names
-no variable of the model, a timeout. The CI tier asserts it is empty for every seed; the campaign
+no variable of the model, a certificate that breaks its own promises, a timeout. The CI tier asserts it is empty for every seed; the campaign
 counts it.
 """
 
@@ -167,6 +168,36 @@ def _refused(result: FuzzResult, exc: BaseException, names, stage: str) -> None:
         result.problems.append(f"raw {type(exc).__name__} at {stage}: {str(exc)[:300]}")
 
 
+def certificate_problems(certificate, generated: GeneratedModel) -> list[str]:
+    """What an issued certificate states that breaks the request or itself, read from its fields
+    alone: epsilon above the budget asked for (or NaN), an epsilon per draw whose composition over
+    the draws exceeds it (pure DP: ``draws * epsilon_per_draw``), a per-factor constant that is NaN,
+    negative or infinite, a prior mass outside ``(0, 1]``, a draw count other than the one asked
+    for, and a certificate that does not say the refutation check ran.
+
+    Returns
+    -------
+    list of str
+        Empty for a certificate that keeps its own promises.
+    """
+    out = []
+    budget = generated.epsilon * (1 + 1e-9)
+    if not certificate.epsilon <= budget:  # NaN fails too
+        out.append(f"certified epsilon {certificate.epsilon} above the budget {generated.epsilon}")
+    if certificate.delta == 0 and not certificate.epsilon_per_draw * certificate.draws <= budget:
+        out.append(f"{certificate.draws} draws x epsilon per draw {certificate.epsilon_per_draw} exceed the budget {generated.epsilon}")
+    if certificate.draws != generated.draws:
+        out.append(f"certificate for {certificate.draws} draws, {generated.draws} asked for")
+    if not 0 < certificate.prior_mass_kept <= 1 + 1e-9:
+        out.append(f"prior mass kept {certificate.prior_mass_kept} outside (0, 1]")
+    for factor in certificate.factors:
+        if not 0 <= factor.lipschitz < float("inf"):
+            out.append(f"factor {factor.name!r} certified with constant {factor.lipschitz}")
+    if not certificate.refutation:
+        out.append("the certificate does not state that the refutation check ran")
+    return out
+
+
 def check_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_TIMEOUT_S, effort: str = "thorough",
                 fp_errors: bool = True) -> FuzzResult:
     """Certify ``generated``, run the thorough refutation check on a certificate, classify.
@@ -196,6 +227,7 @@ def check_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_TIMEOUT
             with _alarm(timeout_s):
                 result.stage = "certify"
                 certification = pymc_dp.certify(generated.model, **generated.certify_kwargs())
+                result.problems += certificate_problems(certification.certificate, generated)
                 result.stage = "refute"
                 module = refutation_module()
                 if module is None:

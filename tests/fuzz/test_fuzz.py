@@ -20,6 +20,8 @@ the thousands run.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pymc as pm
 import pytest
 
@@ -120,6 +122,17 @@ def test_harness_counts_a_refuted_certificate_as_a_failure(monkeypatch):
     result = harness.check_model(_coin())
     assert result.status == "refuted" and result.stage == "refute"
     assert result.problems and "refuted at refute" in result.problems[0]
+
+
+def test_a_certificate_over_budget_or_without_the_check_is_a_problem():
+    generated = _coin()
+    certificate = pymc_dp.certify(generated.model, **generated.certify_kwargs()).certificate
+    assert harness.certificate_problems(certificate, generated) == []
+    over = dataclasses.replace(certificate, epsilon=float("nan"), refutation=None)
+    problems = harness.certificate_problems(over, generated)
+    assert any("above the budget" in p for p in problems) and any("refutation" in p for p in problems)
+    nan_factor = dataclasses.replace(certificate, factors=(dataclasses.replace(certificate.factors[0], lipschitz=float("nan")),))
+    assert any("certified with constant nan" in p for p in harness.certificate_problems(nan_factor, generated))
 
 
 def test_a_name_counts_only_as_a_whole_word():
