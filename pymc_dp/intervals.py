@@ -210,8 +210,8 @@ def _abs(x: _Val) -> _Val:
 def _reciprocal(x: _Val) -> _Val:
     """``1 / x``; an end at 0 maps to an infinite end (the limit), an interval across 0 to R."""
     lo, hi = np.asarray(x.lo, float), np.asarray(x.hi, float)
-    with np.errstate(divide="ignore"):
-        inv_lo, inv_hi = 1.0 / np.abs(lo), 1.0 / np.abs(hi)  # magnitudes, 1/0 = inf
+    with np.errstate(divide="ignore", over="ignore"):  # 1/0 = inf; 1/subnormal overflows to inf: both sound ends
+        inv_lo, inv_hi = 1.0 / np.abs(lo), 1.0 / np.abs(hi)  # magnitudes
     nonneg, nonpos = lo >= 0, hi <= 0
     out_lo = np.where(nonneg, inv_hi, np.where(nonpos, -inv_hi, -np.inf))
     out_hi = np.where(nonneg, inv_lo, np.where(nonpos, -inv_lo, np.inf))
@@ -356,7 +356,11 @@ class BoxEvaluator:
                 env[rv] = _Val.interval(lo.copy(), hi.copy())
         self._m = m
         for node in self.nodes:
-            outs = self._apply(node, [self._value_of(i, env) if (i in env or i in self.depends or i in self.rv_of) else None for i in node.inputs], m)
+            # every step is sound under IEEE arithmetic with its NaNs widened: an overflow is an
+            # infinite end, 1/0 an infinite end, and inf - inf or 0 * inf (outside _mul_ends) a NaN
+            # that _fail_closed turns into an open end
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                outs = self._apply(node, [self._value_of(i, env) if (i in env or i in self.depends or i in self.rv_of) else None for i in node.inputs], m)
             for o, v in zip(node.outputs, outs):
                 env[o] = _fail_closed(v)
         result = []

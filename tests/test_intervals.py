@@ -233,3 +233,12 @@ def test_student_t_slope_spread_at_open_and_unknown_ends():
     assert spread[1] == np.inf
     u = np.linspace(-2, 2, 100001)
     assert spread[2] == pytest.approx(np.ptp(table._slope(u)), rel=1e-6)
+
+
+def test_reciprocal_of_a_subnormal_end_is_an_infinite_end():
+    """Fuzzer hole #2 (tests/fuzz/FOUND.md): ``1 / exp(b)`` with ``b`` far down its support overflows;
+    the end is +inf (sound), not a NumPy warning raised inside pymc_dp."""
+    with pm.Model():
+        b = pm.Normal("b")
+    (lo, hi), = BoxEvaluator([1.0 / pt.exp(b)], {"b": b})({"b": (-744.0, 1.0)})
+    assert hi == np.inf and lo == pytest.approx(np.exp(-1.0))
