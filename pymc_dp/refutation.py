@@ -66,20 +66,36 @@ def _binary_variadic(fgraph, node):
     return [pt.cast(out, node.outputs[0].dtype)]
 
 
-def _alloc_as_sum(graph, thetas):
-    """``graph`` with each ``alloc(v, *shape)`` of a ``v`` that reads ``thetas`` written ``v + zeros(shape)``.
+def _shapes_off_points(graph, thetas):
+    """``graph`` with what makes vectorising over the points slow written otherwise, same values.
 
-    The same values; but vectorising an Alloc over the points folds the shape of the whole
-    batched graph (a tenth of a second per node), while the sum vectorises as any Elemwise and
-    the zeros, which read no point, are left alone."""
-    replace = {}
-    for node in io_toposort(list(graph_inputs([graph])), [graph]):
-        if isinstance(node.op, Alloc):
+    Vectorising a node that reads a shape of the batched graph (``Shape``, ``Alloc``) folds that
+    shape by importing the whole batched graph, a tenth of a second per node. A shape of a
+    value that reads ``thetas`` is replaced by the shape inferred once (when it reads no point),
+    and ``alloc(v, *shape)`` of such a ``v`` by ``v + zeros(shape)``, which vectorises as any sum."""
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.tensor.rewriting.shape import ShapeFeature
+    from pytensor.tensor.shape import Shape
+
+    def reads_points(v):
+        return any(t in set(ancestors([v])) for t in thetas)
+
+    nodes = io_toposort(list(graph_inputs([graph])), [graph])
+    shape_feature, replace = None, {}
+    for node in nodes:
+        if isinstance(node.op, Shape) and reads_points(node.inputs[0]):
+            if shape_feature is None:
+                shape_feature = ShapeFeature()
+                FunctionGraph(outputs=[graph], features=[shape_feature], clone=False)
+            dims = shape_feature.shape_of.get(node.inputs[0])
+            if dims is not None and not any(reads_points(d) for d in dims):
+                replace[node.outputs[0]] = pt.stack([pt.cast(d, "int64") for d in dims]) if dims else node.outputs[0]
+        elif isinstance(node.op, Alloc):
             value, *shape = node.inputs
-            reads = set(ancestors([value]))
-            if any(t in reads for t in thetas) and not any(t in set(ancestors(shape)) for t in thetas):
+            if reads_points(value) and not any(reads_points(d) for d in shape):
                 zeros = pt.alloc(np.zeros((), dtype=node.outputs[0].dtype), *shape)
                 replace[node.outputs[0]] = pt.cast(value + zeros, node.outputs[0].dtype)
+    replace = {k: v for k, v in replace.items() if k is not v}
     return clone_replace(graph, replace=replace) if replace else graph
 
 
@@ -100,12 +116,13 @@ class Effort:
     records: int  # candidate rows per private container
     max_records: int  # record tuples (combinations of the containers' rows)
     ascent: int  # projected gradient steps from the worst point found
+    coords: int  # at most this many parameter elements differenced per step (chosen at random)
     rows: int  # rows changed when the factor is not elementwise in rows
 
 
 EFFORTS = {
-    "standard": Effort(draws=16, corners=8, records=6, max_records=12, ascent=3, rows=1),
-    "thorough": Effort(draws=256, corners=128, records=24, max_records=96, ascent=25, rows=3),
+    "standard": Effort(draws=16, corners=8, records=6, max_records=12, ascent=3, coords=16, rows=1),
+    "thorough": Effort(draws=256, corners=128, records=24, max_records=96, ascent=25, coords=64, rows=3),
 }
 
 
@@ -436,13 +453,12 @@ def _candidate_rows(domain, row_shape: tuple, count: int, rng) -> np.ndarray | N
 @dataclass
 class _FactorProbe:
     """PyMC's logp of one factor, compiled once: a batch of parameter points and the private
-    containers are its inputs; it returns each point's per-row log-densities and, on request, the
-    gradient of one row's terms (or of their sum) at each point."""
+    containers are its inputs; it returns each point's per-row log-densities."""
 
     factor: Any
     fn: Any
     theta_names: list[str]
-    grad_names: list[str]
+    grad_names: list[str]  # the continuous free RVs: the ascent's coordinates
     containers: list[str]
     shapes: dict[str, tuple]  # the containers' shapes and dtypes: public (their values are never read)
     data_dtypes: dict[str, str]
@@ -473,7 +489,7 @@ class _FactorProbe:
         if any(v.owner is not None and isinstance(v.owner.op, (RandomVariable, SymbolicRandomVariable)) for v in anc):
             return "its logp graph still holds a random variable after the free RVs were replaced"
         used = [n for n, t in thetas.items() if t in anc]
-        logp = _alloc_as_sum(logp, [thetas[n] for n in used])
+        logp = _shapes_off_points(logp, [thetas[n] for n in used])
         batch = {n: pt.tensor(dtype=free[n].dtype, shape=(None, *thetas[n].type.shape), name=n) for n in used}
         try:  # one call evaluates every point
             vlp, batched = vectorize_graph(logp, replace={thetas[n]: batch[n] for n in used}), True
@@ -518,20 +534,18 @@ class _FactorProbe:
 
     def valid(self, points: list[dict], data: dict) -> list[dict]:
         """The points where PyMC's logp accepts the parameters (others lie outside the model's
-        support, e.g. unordered cutpoints drawn without their transform: not in ``Theta_L``)."""
+        support, e.g. unordered cutpoints drawn without their transform: not in ``Theta_L``).
+        A refused batch is halved until the refused points are found: few calls for few of them."""
+        if not points:
+            return []
         try:
             self.call(points, data)
             return points
         except ParameterValueError:
-            pass
-        kept = []
-        for p in points:
-            try:
-                self.call([p], data)
-                kept.append(p)
-            except ParameterValueError:
-                continue
-        return kept
+            if len(points) == 1:
+                return []
+        half = len(points) // 2
+        return self.valid(points[:half], data) + self.valid(points[half:], data)
 
     # ------------------------------------------------------------------ the search
     def records(self, budget: Effort, rng, attribute: bool) -> tuple[list[dict], list[list[int]]] | str:
@@ -662,10 +676,11 @@ class _FactorProbe:
             for _ in range(budget.ascent):
                 if not math.isfinite(g):
                     break
-                # central differences, at most 64 random elements
+                # central differences along at most ``budget.coords`` random elements
                 coords = [(n, i) for n in self.grad_names for i in range(int(np.size(theta[n])))]
-                if len(coords) > 64:
-                    coords = [coords[int(i)] for i in np.sort(self.rng.choice(len(coords), 64, replace=False))]
+                if len(coords) > budget.coords:
+                    pick = np.sort(self.rng.choice(len(coords), budget.coords, replace=False))
+                    coords = [coords[int(i)] for i in pick]
                 steps = []
                 for n, i in coords:
                     value = np.asarray(theta[n], float)
@@ -741,21 +756,27 @@ class _FactorProbe:
 def _worst(table: np.ndarray, groups: list[list[int]], bound: str):
     """The largest change (or half oscillation) in a (points, records, rows) table, with where.
 
-    NaN anywhere in a compared pair is returned as NaN (a counterexample: fail closed)."""
+    NaN anywhere in a compared pair is returned as NaN (a counterexample: fail closed), and so is
+    an infinite change. A record whose log-density in a row is ``-inf`` at every point is outside
+    the model's support there (a count above that row's public number of trials): no dataset
+    holding it has a posterior, so it is no neighbour there, and is left out of that row."""
+    impossible = np.all(table == -np.inf, axis=0)  # (records, rows)
     best, where = -math.inf, None
     for group in groups:
         sub = table[:, group, :]
+        out = impossible[group, :][None]  # (1, records, rows)
         if bound == "lipschitz":
             with np.errstate(invalid="ignore"):
-                spread = np.max(sub, axis=1) - np.min(sub, axis=1)  # (points, rows)
+                spread = np.max(np.where(out, -np.inf, sub), axis=1) - np.min(np.where(out, np.inf, sub), axis=1)
             nan = np.isnan(spread)
             flat = np.where(nan, math.inf, spread)
             p, r = np.unravel_index(int(np.argmax(flat)), flat.shape)
             value = math.nan if nan[p, r] else float(spread[p, r])
             if value > best or math.isnan(value):
-                a, b = group[int(np.argmax(sub[p, :, r]))], group[int(np.argmin(sub[p, :, r]))]
+                col = np.where(out[0, :, r], np.nan, sub[p, :, r])
+                a, b = group[int(np.nanargmax(col))], group[int(np.nanargmin(col))]
                 if math.isnan(value):
-                    a, b = group[int(np.argmax(np.isnan(sub[p, :, r])))], group[0]
+                    a, b = group[int(np.argmax(np.isnan(sub[p, :, r]) & ~out[0, :, r]))], group[0]
                 best, where = value, ("lipschitz", a, b, int(r), int(p), None)
                 if math.isnan(value):
                     return best, where
@@ -764,6 +785,7 @@ def _worst(table: np.ndarray, groups: list[list[int]], bound: str):
                 with np.errstate(invalid="ignore"):
                     g = sub[:, i: i + 1, :] - sub  # (points, records, rows)
                     osc = 0.5 * (np.max(g, axis=0) - np.min(g, axis=0))
+                osc = np.where(out[0] | out[0, i: i + 1, :], -np.inf, osc)  # pairs with an impossible record
                 nan = np.isnan(osc)
                 flat = np.where(nan, math.inf, osc)
                 k, r = np.unravel_index(int(np.argmax(flat)), flat.shape)

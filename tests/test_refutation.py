@@ -186,3 +186,18 @@ def test_the_privacy_report_says_the_check_ran():
     content = pymc_dp.report(pmod).to_dict()
     assert content["refutation"] == pmod.certificate.refutation
     assert "found no counterexample" in content["refutation"]
+
+
+def test_a_record_impossible_in_a_row_is_no_neighbour_there_but_an_infinite_change_refutes():
+    from pymc_dp.refutation import _worst
+
+    # record 2 has log-density -inf in row 0 at every point (a count above that row's trials)
+    table = np.array([[[-1.0, -1.0], [-1.2, -1.1], [-np.inf, -3.0]],
+                      [[-1.1, -1.0], [-1.0, -1.3], [-np.inf, -2.0]]])
+    for bound in ("lipschitz", "oscillation"):
+        measured, _ = _worst(table, [[0, 1, 2]], bound)
+        assert np.isfinite(measured)
+    table[0, 2, 0] = -5.0  # finite at one point, -inf at another: an infinite change
+    for bound in ("lipschitz", "oscillation"):
+        measured, _ = _worst(table, [[0, 1, 2]], bound)
+        assert not measured <= 1e9
