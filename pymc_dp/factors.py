@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
-from pytensor.graph.basic import Variable
+from pytensor.graph.basic import Variable, equal_computations
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -678,6 +678,14 @@ def _space_form(analyzer, family, pname, param, params, info, name):
     return analyzer.form(param)
 
 
+def _same_alpha(a, b) -> bool:
+    """Whether ``a`` and ``b`` are one expression: the same variable, or equal graphs (a fixed
+    ``alpha=2.0`` reaches PyMC's ``n`` and both places of ``p = alpha / (mu + alpha)`` as three
+    separate copies of the constant)."""
+    a, b = _canonical(a), _canonical(b)
+    return a is b or equal_computations([a], [b])
+
+
 def _match_nb_mean(p, n):
     """``mu`` when ``p`` is PyMC's ``n / (mu + n)`` (its NegativeBinomial(mu, alpha)), else None."""
     p = _canonical(p)
@@ -685,14 +693,14 @@ def _match_nb_mean(p, n):
     if node is None or not isinstance(node.op, Elemwise) or not isinstance(node.op.scalar_op, ps.TrueDiv):
         return None
     num, den = node.inputs
-    if _canonical(num) is not _canonical(n):
+    if not _same_alpha(num, n):
         return None
     den = _canonical(den)
     if den.owner is None or not isinstance(den.owner.op, Elemwise) or not isinstance(den.owner.op.scalar_op, ps.Add):
         return None
     terms = list(den.owner.inputs)
     for i, t in enumerate(terms):
-        if _canonical(t) is _canonical(n) and len(terms) == 2:
+        if _same_alpha(t, n) and len(terms) == 2:
             return terms[1 - i]
     return None
 

@@ -101,6 +101,29 @@ def test_link_spaces_of_the_glm_families():
     assert pred.exact and pred.containers == ["x1"]
 
 
+@pytest.mark.parametrize("zero_inflated", [False, True])
+def test_negative_binomial_with_a_fixed_alpha_reads_a_log_mean(zero_inflated):
+    """Fuzzer seeds 1000033 and 1000031 (tests/fuzz/FOUND.md #3): with ``alpha=2.0`` PyMC's ``n`` and
+    both places of ``p = alpha / (mu + alpha)`` hold separate copies of the constant, which the
+    matcher compared by identity; the factor was refused with "write pm.NegativeBinomial(mu=
+    pm.math.exp(eta), alpha=alpha)", the form it was written in."""
+    with pm.Model() as m:
+        x1, _ = _covariates()
+        c = pm.Data("c", RNG.integers(0, 5, N))
+        b = pm.Normal("b", 0, 0.5, shape=2)
+        mu = pm.math.exp(b[0] + b[1] * x1)
+        if zero_inflated:
+            pm.ZeroInflatedNegativeBinomial("nb", psi=pm.Beta("psi", 2, 2), mu=mu, alpha=2.0, observed=c)
+        else:
+            pm.NegativeBinomial("nb", mu=mu, alpha=2.0, observed=c)
+    data = {"x1": DOM["x1"], "c": pymc_dp.Integers(0, 4)}
+    (f,) = factors_of(m, data)
+    log_mean = [form for form in f.forms if isinstance(form, SpaceForm)] if not zero_inflated else \
+        [inner for nested in f.forms if isinstance(nested, NestedForm) for inner in nested.forms if isinstance(inner, SpaceForm)]
+    assert [form.space for form in log_mean] == ["log-mean"]
+    assert log_mean[0].inner.predictor.containers == ["x1"]
+
+
 def test_softmax_and_ordered_categoricals():
     K = 3
     with pm.Model() as m:
