@@ -240,6 +240,7 @@ class Design:
 
     def intercept(self, tag: str):
         if self.reads_covariates and self.comp.coin(0.15):
+            self.comp.note(f"intercept{tag} = 0 (none written)")
             return 0.0
         return self.comp.location(f"intercept{tag}")
 
