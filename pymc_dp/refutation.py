@@ -71,7 +71,8 @@ def _shapes_off_points(graph, thetas):
 
     Vectorising a node that reads a shape of the batched graph (``Shape``, ``Alloc``) folds that
     shape by importing the whole batched graph, a tenth of a second per node. A shape of a
-    value that reads ``thetas`` is replaced by the shape inferred once (when it reads no point),
+    value that reads ``thetas`` (or of a random variable: a mixture's components, whose shapes
+    only its logp reads) is replaced by the shape inferred once (when it reads no point),
     and ``alloc(v, *shape)`` of such a ``v`` by ``v + zeros(shape)``, which vectorises as any sum."""
     from pytensor.graph.fg import FunctionGraph
     from pytensor.tensor.rewriting.shape import ShapeFeature
@@ -83,7 +84,9 @@ def _shapes_off_points(graph, thetas):
     nodes = io_toposort(list(graph_inputs([graph])), [graph])
     shape_feature, replace = None, {}
     for node in nodes:
-        if isinstance(node.op, Shape) and reads_points(node.inputs[0]):
+        x = node.inputs[0] if node.inputs else None
+        drawn = x is not None and x.owner is not None and isinstance(x.owner.op, RandomVariable)
+        if isinstance(node.op, Shape) and (drawn or reads_points(x)):  # a mixture reads its components' shapes
             if shape_feature is None:
                 shape_feature = ShapeFeature()
                 FunctionGraph(outputs=[graph], features=[shape_feature], clone=False)
@@ -280,7 +283,7 @@ def refute_claims(
     checked, skipped = [], []
     for factor in factors:
         claimed, bound = claims[factor.name]
-        probe = _FactorProbe.build(model, factor, domains)
+        probe = _FactorProbe.build(model, factor, domains, ctx.shapes)
         points = [] if isinstance(probe, str) else region.points(probe.theta_names, budget, rng)
         result = probe if isinstance(probe, str) else (
             probe.check(float(claimed), bound, points, region, budget, rng, bool(unit == "attribute")) if points
@@ -468,7 +471,7 @@ class _FactorProbe:
     rng: Any = None
 
     @classmethod
-    def build(cls, model, factor, domains) -> _FactorProbe | str:
+    def build(cls, model, factor, domains, shapes) -> _FactorProbe | str:
         """The probe, or the reason the factor cannot be checked."""
         containers = {v: v.name for v in model.data_vars if v.name in factor.reads}
         unknown = [n for n in containers.values() if n not in domains]
@@ -476,7 +479,9 @@ class _FactorProbe:
             return f"containers {unknown} have no domain"
         holders = {v: v.type() for v in containers}
         free = {r.name: r for r in model.free_RVs}
-        thetas = {name: r.type() for name, r in free.items()}
+        # static shapes (public: the prior draws'), so that shapes fold to constants, never read a point
+        thetas = {name: pt.tensor(dtype=r.dtype, shape=tuple(int(d) for d in shapes[name]), name=name)
+                  if name in shapes else r.type() for name, r in free.items()}
         # the inputs go into the factor's own graph before PyMC derives its logp (which may clone
         # the graph, e.g. a Censored one's inner distribution); another factor's observed RV in
         # this one's parameters is its observed value
@@ -485,11 +490,11 @@ class _FactorProbe:
             factor.rv, model.rvs_to_values[factor.rv])
         rv, value = clone_replace([rv, value], replace={**holders, **{free[n]: t for n, t in thetas.items()}})
         logp = pm.logp(rv, value, warn_rvs=False)
+        logp = _shapes_off_points(logp, list(thetas.values()))
         anc = set(ancestors([logp]))
         if any(v.owner is not None and isinstance(v.owner.op, (RandomVariable, SymbolicRandomVariable)) for v in anc):
             return "its logp graph still holds a random variable after the free RVs were replaced"
         used = [n for n, t in thetas.items() if t in anc]
-        logp = _shapes_off_points(logp, [thetas[n] for n in used])
         batch = {n: pt.tensor(dtype=free[n].dtype, shape=(None, *thetas[n].type.shape), name=n) for n in used}
         try:  # one call evaluates every point
             vlp, batched = vectorize_graph(logp, replace={thetas[n]: batch[n] for n in used}), True
