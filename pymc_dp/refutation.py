@@ -131,33 +131,15 @@ EFFORTS = {
 
 @dataclass(frozen=True)
 class FactorRefutation:
-    """What the check measured on one factor.
+    """What the check measured on one factor (numpydoc attributes as field comments)."""
 
-    Attributes
-    ----------
-    name : str
-        The factor (observed RV).
-    bound : str
-        The claim's kind: ``"lipschitz"`` (the change) or ``"oscillation"`` (half its oscillation).
-    claimed : float
-        The certificate's ``L_j``.
-    measured : float
-        The largest change (``lipschitz``) or half oscillation (``oscillation``) found.
-    points : int
-        Parameter points evaluated (ascent steps included).
-    record_pairs : int
-        Neighbouring record pairs compared at each point.
-    elementwise : bool
-        Whether the factor's log-density was found elementwise in rows (else whole sums were compared).
-    """
-
-    name: str
-    bound: str
-    claimed: float
-    measured: float
-    points: int
-    record_pairs: int
-    elementwise: bool
+    name: str  # the factor (observed RV)
+    bound: str  # the claim's kind: "lipschitz" (the change) or "oscillation" (half its oscillation)
+    claimed: float  # the certificate's L_j
+    measured: float  # the largest change, or half oscillation, found
+    points: int  # parameter points evaluated (the ascent's included)
+    record_pairs: int  # neighbouring record pairs compared at each point
+    elementwise: bool  # the log-density was found elementwise in rows (else whole sums were compared)
 
     @property
     def ratio(self) -> float:
@@ -169,27 +151,13 @@ class FactorRefutation:
 
 @dataclass(frozen=True)
 class RefutationReport:
-    """The refutation check's result: nothing refuted (else it raised).
+    """The refutation check's result: nothing refuted (else it raised)."""
 
-    Attributes
-    ----------
-    factors : tuple of FactorRefutation
-        The factors checked.
-    skipped : tuple of (str, str)
-        Factors not checked, with the reason.
-    effort : str
-        ``"standard"`` or ``"thorough"``.
-    seed : int
-        The public seed of the probes.
-    seconds : float
-        Wall time of the check (compilation included).
-    """
-
-    factors: tuple[FactorRefutation, ...]
-    skipped: tuple[tuple[str, str], ...]
-    effort: str
-    seed: int
-    seconds: float
+    factors: tuple[FactorRefutation, ...]  # the factors checked
+    skipped: tuple[tuple[str, str], ...]  # factors not checked, with the reason
+    effort: str  # "standard" or "thorough"
+    seed: int  # the public seed of the probes
+    seconds: float  # wall time of the check, compilation included
 
     @property
     def worst_ratio(self) -> float:
