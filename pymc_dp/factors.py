@@ -678,16 +678,14 @@ def _space_form(analyzer, family, pname, param, params, info, name):
     return analyzer.form(param)
 
 
-def _same_alpha(a, b) -> bool:
-    """Whether ``a`` and ``b`` are one expression: the same variable, or equal graphs (a fixed
-    ``alpha=2.0`` reaches PyMC's ``n`` and both places of ``p = alpha / (mu + alpha)`` as three
-    separate copies of the constant)."""
-    a, b = _canonical(a), _canonical(b)
-    return a is b or equal_computations([a], [b])
-
-
 def _match_nb_mean(p, n):
-    """``mu`` when ``p`` is PyMC's ``n / (mu + n)`` (its NegativeBinomial(mu, alpha)), else None."""
+    """``mu`` when ``p`` is PyMC's ``n / (mu + n)`` (its NegativeBinomial(mu, alpha)), else None; ``n``
+    matches as the same variable or an equal graph (a fixed ``alpha=2.0`` is three copies of it)."""
+
+    def _same_alpha(a, b) -> bool:
+        a, b = _canonical(a), _canonical(b)
+        return a is b or equal_computations([a], [b])
+
     p = _canonical(p)
     node = p.owner
     if node is None or not isinstance(node.op, Elemwise) or not isinstance(node.op.scalar_op, ps.TrueDiv):
