@@ -671,11 +671,13 @@ class _FactorProbe:
                 grad = {n: np.zeros(np.shape(theta[n])) for n in self.grad_names}
                 for k, (n, i) in enumerate(coords):
                     hi_, lo_ = probes[2 * k][n].reshape(-1)[i], probes[2 * k + 1][n].reshape(-1)[i]
-                    grad[n].reshape(-1)[i] = (values[2 * k] - values[2 * k + 1]) / (hi_ - lo_)
+                    with np.errstate(all="ignore"):  # inf - inf or a zero step: NaN, which stops the ascent
+                        grad[n].reshape(-1)[i] = (values[2 * k] - values[2 * k + 1]) / (hi_ - lo_) if hi_ != lo_ else np.nan
                 if not all(np.all(np.isfinite(v)) for v in grad.values()):
                     break
-                direction = {n: sign * scale_of(n, np.asarray(theta[n], float)) * v / (np.sqrt(np.sum(v**2)) or 1.0)
-                             for n, v in grad.items()}
+                with np.errstate(all="ignore"):
+                    direction = {n: sign * scale_of(n, np.asarray(theta[n], float)) * v / (np.sqrt(np.sum(v**2)) or 1.0)
+                                 for n, v in grad.items()}
                 candidates = moved(theta, [{n: alpha * d for n, d in direction.items()}
                                            for alpha in (1.0, 0.3, 0.1, 0.03, 0.01, 0.003)])
                 if not candidates:

@@ -201,3 +201,20 @@ def test_a_record_impossible_in_a_row_is_no_neighbour_there_but_an_infinite_chan
     for bound in ("lipschitz", "oscillation"):
         measured, _ = _worst(table, [[0, 1, 2]], bound)
         assert not measured <= 1e9
+
+
+def test_the_ascent_on_a_public_design_raises_no_numpy_warning():
+    """tests/fuzz/FOUND.md #5 (campaign seed 1000137): a Poisson regression on a public 20-column
+    design; the ascent's differences met 0/0 and the test configuration made the warning an error."""
+    rng = np.random.default_rng(1000137)
+    X = rng.normal(size=(41, 20))
+    with pm.Model() as m:
+        Xd, yd = pm.Data("X_data", X), pm.Data("y_data", rng.integers(0, 6, 41))
+        intercept = pm.StudentT("intercept", nu=3, mu=0, sigma=2.5)
+        weights = pm.StudentT("weights", nu=3, mu=0, sigma=1, shape=20)
+        eta = pm.Deterministic("eta_det", intercept + pm.math.dot(Xd, weights))
+        pm.Poisson("y_lik", mu=pt.exp(eta), observed=yd)
+    # the test configuration turns a NumPy RuntimeWarning raised inside pymc_dp into an error
+    cert = pymc_dp.certify(m, epsilon=19.2, draws=2, data={"y_data": pymc_dp.Integers(0, 5)}, public=["X_data"],
+                           unit=pymc_dp.Users(max_rows=4))
+    assert "found no counterexample" in cert.certificate.refutation
