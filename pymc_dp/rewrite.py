@@ -36,10 +36,11 @@ from pymc.model.fgraph import (
     model_potential,
 )
 from pymc.pytensorf import toposort_replace
-from pytensor.graph.replace import graph_replace
+from pytensor.graph.basic import clone_get_equiv
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp.constraints import NormBallConstraint, PotentialConstraint, box_of
+from pymc_dp.exceptions import UnsupportedFactorError
 
 __all__ = ["rewrite_model", "rebuild_model", "AUX_SUFFIXES"]
 
@@ -231,25 +232,19 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         initvals[z_name] = np.ones(d) / math.sqrt(d)
         initvals[t_name] = np.zeros(1)
 
-    for i, c in enumerate(potentials):
-        L = factor_lipschitz[c.factor]
-        # L is written in the user's model variables: map them into the fgraph
-        # graph_replace, not clone_replace: the replacements must stay the fgraph's own nodes
-        # (a cloned ModelFreeRV would register its RV's name a second time)
-        # only the model variables L reaches, up to the first free RV on each path (graph_replace
-        # refuses keys outside the graph, and a free RV's own prior graph is the fgraph's already)
-        model_vars = _graph_inputs_and_rvs(model)
-        reached = set(ancestors([L], blockers=[v for v in model_vars if v.owner is not None]))
-        mapped = graph_replace(
-            L, {k: _unwrap_named(v) for k, v in memo.items() if k in model_vars and k in reached}, strict=False
-        )
+    if replacements:
+        toposort_replace(fgraph, tuple(replacements))
+    # the indicators are mapped after the replacements: a free RV that also has an interval or a
+    # norm ball is read as its new node (the replaced one, re-entering with the potential, would
+    # register the RV's name a second time)
+    replaced = dict(replacements)
+    in_fgraph = {k: replaced.get(v, v) for k, v in memo.items()}
+    for c in potentials:
+        mapped = _into_fgraph(factor_lipschitz[c.factor], in_fgraph, _graph_inputs_and_rvs(model), c.factor)
         inside = pt.le(mapped, np.float64(c.bound))
         pot = model_potential(pt.switch(inside, pt.constant(0.0, dtype="float64"), pt.constant(-np.inf, dtype="float64")))
         pot.name = f"{c.factor}__dp_theta_L"
         extra_outputs.append(pot)
-
-    if replacements:
-        toposort_replace(fgraph, tuple(replacements))
     for out in extra_outputs:
         fgraph.add_output(out)
     new_model = rebuild_model(fgraph)
@@ -263,6 +258,36 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         if value is not None and rv.name not in balls:
             initvals.setdefault(rv.name, np.asarray(value))
     return new_model, initvals
+
+
+def _into_fgraph(expr, memo: dict, model_vars: set, factor: str):
+    """``expr``, written in the user's model variables, rewritten in the fgraph's copies of them.
+
+    The walk from ``expr`` stops at the model variables it reaches (a free RV's or a
+    Deterministic's own graph is the fgraph's already), each of which becomes the fgraph's node
+    (``memo``); the operations between them and ``expr`` are cloned onto those nodes. Neither
+    ``clone_replace`` (a cloned ``ModelFreeRV`` would register its RV's name a second time) nor
+    ``graph_replace``: PyTensor 2.38's ``graph_replace`` raises ``ValueError: i-N is not a part
+    of graph`` when one key (a ``pm.Deterministic``, a free RV with a hyperprior) depends on
+    another key and on a variable that is no key and that ``expr`` reaches only through the
+    first: ``truncated_graph_inputs`` walks above the first key and makes that variable an input
+    of a ``FunctionGraph`` that stops at the key. A constant's Lipschitz graph reaches the model's
+    variables that way when it reads a Deterministic whose value does not enter it, as in
+    ``pt.zeros_like(det)`` (``second(det, 0)``: ``det``'s shape only), with ``det`` built from a
+    parameter the graph also reads directly and from a data container it reads nowhere else.
+    """
+    equiv = {k: _unwrap_named(v) for k, v in memo.items() if k in model_vars}
+    try:
+        return clone_get_equiv([v for v in model_vars], [expr], copy_inputs=False, copy_orphans=False,
+                               memo=equiv)[expr]
+    except Exception as err:  # a graph the rewrite cannot carry: refused, never a raw PyTensor error
+        reads = sorted(v.name for v in ancestors([expr], blockers=list(model_vars)) if v in model_vars and v.name)
+        raise UnsupportedFactorError(
+            f"factor {factor!r}: its truncation needs a pm.Potential indicator of its constant, and pymc_dp could "
+            f"not rewrite that constant's graph (which reads {', '.join(reads) or 'no model variable'}) into the "
+            f"new model ({type(err).__name__}: {err}). Write the model without pm.Deterministic wrappers around "
+            "the expressions this factor reads, or give explicit truncation bounds=."
+        ) from err
 
 
 def _unwrap_named(var):

@@ -197,3 +197,93 @@ def test_a_factor_bounded_over_the_whole_support_needs_no_truncation():
     assert pmod.certificate.epsilon_per_draw <= 6.0
     idata = pmod.sample(chains=1, tune=50, random_seed=0, progressbar=False)
     assert idata.posterior["mu"].size == 1
+
+
+def _deterministic_utility_with_a_zeros_like_reference(n=20):
+    """FOUND.md #1, hand-reduced: a softmax utility wrapped in ``pm.Deterministic`` whose
+    ``pt.zeros_like`` is the reference utility. The factor's constant reads ``u`` only through
+    ``second(u, 0)`` (its shape), ``w`` also directly, and ``x`` only inside ``u``."""
+    import pytensor.tensor as pt
+
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.uniform(-1, 1, (n, 2)))
+        w = pm.Normal("w", 0, 1, shape=2)
+        u = pm.Deterministic("u", x @ w)
+        utilities = pm.math.stack([u, x[:, 0] * w[1], pt.zeros_like(u)]).T
+        pm.Categorical("obs", p=pm.math.softmax(utilities, axis=1), observed=pm.Data("y", rng.integers(0, 3, n)))
+    return model, {"x": pymc_dp.Box([-1.0, -1.0], [1.0, 1.0]), "y": pymc_dp.Integers(0, 2)}
+
+
+def test_potential_of_a_constant_that_reads_a_deterministic_through_its_shape():
+    # regression (tests/fuzz/FOUND.md #1, fuzz seed 17): mapping the constant into the new model with
+    # PyTensor's graph_replace raised a raw "ValueError: i-N is not a part of graph" (the key u
+    # depends on the key w and on x, which the constant reaches only through u)
+    from pytensor.compile.mode import Mode
+
+    from pymc_dp.constraints import PotentialConstraint
+    from pymc_dp.factors import find_factors
+    from pymc_dp.region_context import RegionContext
+    from pymc_dp.rewrite import rewrite_model
+
+    model, domains = _deterministic_utility_with_a_zeros_like_reference()
+    (factor,) = find_factors(model, {v: v.name for v in model.data_vars}, domains)
+    bound = PotentialConstraint("obs", 1.0, ("w",), lambda draws: np.zeros(len(draws["w"])))
+    ctx = RegionContext(model, domains, {"w": np.zeros((1, 2))})
+    new, initvals = rewrite_model(model, [bound], ctx, {"obs": factor.lipschitz(domains)})
+    assert [p.name for p in new.potentials] == ["obs__dp_theta_L"] and [d.name for d in new.deterministics] == ["u"]
+    assert sorted(new.named_vars) == ["obs", "obs__dp_theta_L", "u", "w", "x", "y"]
+    (pot,) = new.replace_rvs_by_values(new.potentials)
+    indicator = new.compile_fn(pot, mode=Mode(linker="py", optimizer="fast_compile"))
+    assert indicator({"w": initvals["w"]}) == 0.0  # w = 0: every utility 0, the constant is 0
+    assert indicator({"w": np.array([50.0, -50.0])}) == -np.inf
+    assert [p.name for p in model.potentials] == []  # the user's model untouched
+
+
+@pytest.mark.parametrize("kind", ["interval", "ball"])
+def test_potential_on_a_free_rv_that_also_has_an_interval_or_a_ball(kind):
+    # a factor truncated by a potential reads w, which another factor's interval (or norm ball)
+    # rewrites: the potential read the replaced node, which came back into the graph with it and
+    # failed with a raw "ValueError: Variable name w already exists" from PyMC's model_from_fgraph
+    from pytensor.compile.mode import Mode
+
+    from pymc_dp.constraints import IntervalConstraint, NormBallConstraint, PotentialConstraint
+    from pymc_dp.factors import find_factors
+    from pymc_dp.region_context import RegionContext
+    from pymc_dp.rewrite import rewrite_model
+
+    model, domains = _deterministic_utility_with_a_zeros_like_reference()
+    (factor,) = find_factors(model, {v: v.name for v in model.data_vars}, domains)
+    other = IntervalConstraint("w", -1.0, 1.0) if kind == "interval" else NormBallConstraint("w", 1.0)
+    bound = PotentialConstraint("obs", 1.0, ("w",), lambda draws: np.zeros(len(draws["w"])))
+    ctx = RegionContext(model, domains, {"w": np.zeros((1, 2))})
+    new, initvals = rewrite_model(model, [other, bound], ctx, {"obs": factor.lipschitz(domains)})
+    indicator = new.replace_rvs_by_values([p for p in new.potentials if p.name == "obs__dp_theta_L"])[0]
+    # the indicator reads the new model's own value variables, and is 0 at the start
+    value_names = {v.name for v in new.value_vars}
+    fn = new.compile_fn(indicator, mode=Mode(linker="py", optimizer="fast_compile"))
+    start = {k: v for k, v in initvals.items() if k in value_names}
+    if kind == "interval":
+        assert value_names == {"w_interval__"}
+        start = {"w_interval__": np.zeros(2)}  # w = 0, the middle of the interval
+    assert fn(start) == 0.0
+
+
+def test_a_constant_the_rewrite_cannot_carry_is_refused_typed_and_named(monkeypatch):
+    # whatever PyTensor raises while the constant is mapped into the new model becomes a typed
+    # refusal naming the factor and what it reads, never a raw error
+    import pymc_dp.rewrite as rewrite
+    from pymc_dp.constraints import PotentialConstraint
+    from pymc_dp.factors import find_factors
+    from pymc_dp.region_context import RegionContext
+
+    def broken(*args, **kwargs):
+        raise ValueError("i-3 is not a part of graph")
+
+    monkeypatch.setattr(rewrite, "clone_get_equiv", broken)
+    model, domains = _deterministic_utility_with_a_zeros_like_reference()
+    (factor,) = find_factors(model, {v: v.name for v in model.data_vars}, domains)
+    bound = PotentialConstraint("obs", 1.0, ("w",), lambda draws: np.zeros(len(draws["w"])))
+    ctx = RegionContext(model, domains, {"w": np.zeros((1, 2))})
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match=r"factor 'obs'.*reads u, w.*bounds="):
+        rewrite.rewrite_model(model, [bound], ctx, {"obs": factor.lipschitz(domains)})
