@@ -38,7 +38,7 @@ CI_TIMEOUT_S = 20.0
 
 #: seed -> the hole of ``tests/fuzz/FOUND.md`` it reproduces (not fixed yet; never dropped from the grammar)
 KNOWN_HOLES = {
-    17: "FOUND.md #1: raw ValueError 'i-N is not a part of graph' in rewrite_model (zeros_like of a Deterministic utility)",
+    17: "FOUND.md #4: prior mass kept 0 (the softmax choice of #1, fixed in bf4afb8, now certifies by a potential no prior draw reached)",
 }
 
 
