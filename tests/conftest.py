@@ -25,3 +25,4 @@ def lipschitz_only(monkeypatch):
     from pymc_dp.oscillation import OscillationModel
 
     monkeypatch.setattr(OscillationModel, "build", classmethod(lambda cls, factor, ctx: None))
+

@@ -173,15 +173,28 @@ def wrong_rule(op_type, fraction):
     """Register a rule that reports ``fraction`` of the true range of the log-density, so that
     the truncation is too wide for the claim (restored afterwards). The tests that use it
     certify by the per-record constant alone (``lipschitz_only``): a factor with a closed-form
-    oscillation is otherwise certified by it, and the constant's rule is never used."""
+    oscillation is otherwise certified by it, and the constant's rule is never used.
+
+    The independent refutation check (pymc_dp/refutation.py) would refuse such a certificate
+    before the audit sees it (tests/test_refutation.py shows it does); inside this context it is
+    switched off, so that these tests measure the audits' own power."""
+    import pymc_dp.certification as certification
+
     true_rule = log_density_range.registry[op_type]
+    true_refute = certification.refute_claims
 
     def wrong(op, domain, params, xp):
         lo, hi = true_rule(op, domain, params, xp)
         return lo, lo + fraction * (hi - lo)
 
+    class _Off:
+        def summary(self) -> str:
+            return "refutation check switched off by the test"
+
     log_density_range.register(op_type)(wrong)
+    certification.refute_claims = lambda *args, **kwargs: _Off()
     try:
         yield
     finally:
         log_density_range.register(op_type)(true_rule)
+        certification.refute_claims = true_refute
