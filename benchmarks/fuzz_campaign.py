@@ -135,7 +135,8 @@ def write_report(summary: dict, out: Path) -> None:
     if not summary["problems"]:
         lines.append("None.")
     for r in summary["problems"]:
-        lines += [f"- seed {r['seed']} ({r['status']} at {r['stage']}): {'; '.join(r['problems'])[:400]}",
+        where = f"{r['status']} at {r['stage']}" if r["stage"] else r["status"]
+        lines += [f"- seed {r['seed']} ({where}): {'; '.join(r['problems'])[:400]}",
                   f"  - recipe: {r['recipe']}", ""]
     if summary["timeouts"]:
         lines += ["", f"Timed out: seeds {', '.join(map(str, summary['timeouts'][:200]))}"
