@@ -172,7 +172,7 @@ def certificate_problems(certificate, generated: GeneratedModel) -> list[str]:
     """What an issued certificate states that breaks the request or itself, read from its fields
     alone: epsilon above the budget asked for (or NaN), an epsilon per draw whose composition over
     the draws exceeds it (pure DP: ``draws * epsilon_per_draw``), a per-factor constant that is NaN,
-    negative or infinite, a prior mass outside ``(0, 1]``, a draw count other than the one asked
+    negative or infinite, a prior mass outside ``(0, 1]`` (0 only with its bound stated), a draw count other than the one asked
     for, and a certificate that does not say the refutation check ran.
 
     Returns
@@ -188,8 +188,11 @@ def certificate_problems(certificate, generated: GeneratedModel) -> list[str]:
         out.append(f"{certificate.draws} draws x epsilon per draw {certificate.epsilon_per_draw} exceed the budget {generated.epsilon}")
     if certificate.draws != generated.draws:
         out.append(f"certificate for {certificate.draws} draws, {generated.draws} asked for")
-    if not 0 < certificate.prior_mass_kept <= 1 + 1e-9:
-        out.append(f"prior mass kept {certificate.prior_mass_kept} outside (0, 1]")
+    # a mass of 0 is kept only with its bound stated (FOUND.md #4, decided): a Monte Carlo estimate
+    # with no prior draw inside says "mass below 3/n", an exact mass below the smallest float its log
+    stated = any(s in certificate.prior_mass_method for s in ("no prior draw inside", "log of the mass"))
+    if not (0 < certificate.prior_mass_kept <= 1 + 1e-9 or (certificate.prior_mass_kept == 0 and stated)):
+        out.append(f"prior mass kept {certificate.prior_mass_kept} outside (0, 1] ({certificate.prior_mass_method})")
     for factor in certificate.factors:
         if not 0 <= factor.lipschitz < float("inf"):
             out.append(f"factor {factor.name!r} certified with constant {factor.lipschitz}")

@@ -37,9 +37,7 @@ CHUNK = 10
 CI_TIMEOUT_S = 20.0
 
 #: seed -> the hole of ``tests/fuzz/FOUND.md`` it reproduces (not fixed yet; never dropped from the grammar)
-KNOWN_HOLES = {
-    17: "FOUND.md #4: prior mass kept 0 (the softmax choice of #1, fixed in bf4afb8, now certifies by a potential no prior draw reached)",
-}
+KNOWN_HOLES: dict[int, str] = {}
 
 
 def _describe(results) -> str:
@@ -135,6 +133,12 @@ def test_a_certificate_over_budget_or_without_the_check_is_a_problem():
     assert any("above the budget" in p for p in problems) and any("refutation" in p for p in problems)
     nan_factor = dataclasses.replace(certificate, factors=(dataclasses.replace(certificate.factors[0], lipschitz=float("nan")),))
     assert any("certified with constant nan" in p for p in harness.certificate_problems(nan_factor, generated))
+    # a prior mass of 0 passes only with its bound stated (FOUND.md #4)
+    silent = dataclasses.replace(certificate, prior_mass_kept=0.0, prior_mass_method="monte carlo (n=4000, se=0)")
+    assert any("prior mass kept 0.0" in p for p in harness.certificate_problems(silent, generated))
+    stated = dataclasses.replace(certificate, prior_mass_kept=0.0,
+                                 prior_mass_method="monte carlo (n=4000): no prior draw inside, mass below 0.00075 (95% upper bound)")
+    assert harness.certificate_problems(stated, generated) == []
 
 
 def test_a_name_counts_only_as_a_whole_word():
