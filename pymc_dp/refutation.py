@@ -73,33 +73,43 @@ def _shapes_off_points(graph, thetas):
     shape by importing the whole batched graph, a tenth of a second per node. A shape of a
     value that reads ``thetas`` (or of a random variable: a mixture's components, whose shapes
     only its logp reads) is replaced by the shape inferred once (when it reads no point),
-    and ``alloc(v, *shape)`` of such a ``v`` by ``v + zeros(shape)``, which vectorises as any sum."""
+    and ``alloc(v, *shape)`` of such a ``v`` by ``v + zeros(shape)``, which vectorises as any sum.
+    The graph is rebuilt node by node in topological order, so that a replacement's own inputs
+    are the rewritten ones (a logp ending in an ``Alloc`` keeps no ``Shape`` of the points)."""
     from pytensor.graph.fg import FunctionGraph
     from pytensor.tensor.rewriting.shape import ShapeFeature
     from pytensor.tensor.shape import Shape
 
-    def reads_points(v):
-        return any(t in set(ancestors([v])) for t in thetas)
-
     nodes = io_toposort(list(graph_inputs([graph])), [graph])
-    shape_feature, replace = None, {}
+    reads = set(thetas)  # the variables that read a point (one pass, in topological order)
     for node in nodes:
+        if any(x in reads for x in node.inputs):
+            reads.update(node.outputs)
+    shape_feature, memo = None, {}
+    for node in nodes:
+        inputs = [memo.get(x, x) for x in node.inputs]
         x = node.inputs[0] if node.inputs else None
         drawn = x is not None and x.owner is not None and isinstance(x.owner.op, RandomVariable)
-        if isinstance(node.op, Shape) and (drawn or reads_points(x)):  # a mixture reads its components' shapes
+        new = None
+        if isinstance(node.op, Shape) and (drawn or x in reads) and None not in x.type.shape:
+            new = pt.as_tensor_variable(np.array(x.type.shape, dtype="int64"))  # static: no inference
+        elif isinstance(node.op, Shape) and (drawn or x in reads):  # a mixture reads its components' shapes
             if shape_feature is None:
                 shape_feature = ShapeFeature()
                 FunctionGraph(outputs=[graph], features=[shape_feature], clone=False)
-            dims = shape_feature.shape_of.get(node.inputs[0])
-            if dims is not None and not any(reads_points(d) for d in dims):
-                replace[node.outputs[0]] = pt.stack([pt.cast(d, "int64") for d in dims]) if dims else node.outputs[0]
+            dims = shape_feature.shape_of.get(x)
+            if dims and not any(d in reads or set(ancestors([d])) & reads for d in dims):
+                new = pt.stack([pt.cast(d, "int64") for d in dims])
         elif isinstance(node.op, Alloc):
-            value, *shape = node.inputs
-            if reads_points(value) and not any(reads_points(d) for d in shape):
+            value, *shape = inputs
+            if node.inputs[0] in reads and not any(d in reads for d in node.inputs[1:]):
                 zeros = pt.alloc(np.zeros((), dtype=node.outputs[0].dtype), *shape)
-                replace[node.outputs[0]] = pt.cast(value + zeros, node.outputs[0].dtype)
-    replace = {k: v for k, v in replace.items() if k is not v}
-    return clone_replace(graph, replace=replace) if replace else graph
+                new = pt.cast(value + zeros, node.outputs[0].dtype)
+        if new is not None:
+            memo[node.outputs[0]] = new
+        elif any(a is not b for a, b in zip(inputs, node.inputs)):
+            memo.update(zip(node.outputs, node.clone_with_new_inputs(inputs, strict=False).outputs))
+    return memo.get(graph, graph)
 
 
 #: the cheapest mode that works: no rewrites but the one above, Python thunks (no C compilation)
