@@ -521,8 +521,9 @@ class _Search:
                 if v0 < best:
                     best_c, best = c0, v0
             simplex = np.vstack([best_c, best_c + np.eye(k)])  # unit steps: scipy's default is 5% of x0 (0 here)
-            res = optimize.minimize(f, best_c, method="Nelder-Mead",
-                                    options={"maxfev": 100 + 50 * k, "xatol": 1e-3, "fatol": 1e-9, "initial_simplex": simplex})
+            with np.errstate(invalid="ignore"):  # a search: an infinite constant makes scipy's inf - inf
+                res = optimize.minimize(f, best_c, method="Nelder-Mead",
+                                        options={"maxfev": 100 + 50 * k, "xatol": 1e-3, "fatol": 1e-9, "initial_simplex": simplex})
             if res.fun < best:
                 best_c, best = np.clip(res.x, -40.0, 40.0), float(res.fun)
             with np.errstate(all="ignore"):
