@@ -187,10 +187,18 @@ def _interval_logmass_graph(rv):
     if getattr(rv.owner.op, "ndim_supp", 0) != 0:
         raise ValueError("multivariate")
     lo, hi = rv.type(), rv.type()
-    below = log_diff_pt(pm.logcdf(rv, hi), pm.logcdf(rv, lo))
+    # the ends at +-inf by their limits: PyMC's StudentT logcdf(+inf) is NaN (FOUND.md #7: a box
+    # open above reported a prior mass of 0), and a family's graph need not take an infinite value
+    top, bottom = pt.isinf(hi) & pt.gt(hi, 0), pt.isinf(lo) & pt.lt(lo, 0)
+    finite_hi, finite_lo = pt.switch(pt.isinf(hi), 0.0, hi), pt.switch(pt.isinf(lo), 0.0, lo)
+    log_cdf_hi = pt.switch(top, 0.0, pt.switch(pt.isinf(hi), -np.inf, pm.logcdf(rv, finite_hi)))
+    log_cdf_lo = pt.switch(bottom, -np.inf, pt.switch(pt.isinf(lo), 0.0, pm.logcdf(rv, finite_lo)))
+    below = log_diff_pt(log_cdf_hi, log_cdf_lo)
     try:
-        above = log_diff_pt(pm.logccdf(rv, lo), pm.logccdf(rv, hi))
-        upper = pt.gt(pm.logcdf(rv, lo), np.log(0.5))
+        log_sf_lo = pt.switch(bottom, 0.0, pt.switch(pt.isinf(lo), -np.inf, pm.logccdf(rv, finite_lo)))
+        log_sf_hi = pt.switch(top, -np.inf, pt.switch(pt.isinf(hi), 0.0, pm.logccdf(rv, finite_hi)))
+        above = log_diff_pt(log_sf_lo, log_sf_hi)
+        upper = pt.gt(log_cdf_lo, np.log(0.5))
         expr = pt.switch(upper, above, below)
     except Exception:  # no survival function for this family: the CDF form alone
         expr = below

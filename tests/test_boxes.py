@@ -305,3 +305,19 @@ def test_explicit_bounds_use_the_normal_predictor_oscillation():
     assert factor.bound == "oscillation"
     assert pmod.certificate.epsilon_per_draw == pytest.approx(6.4, rel=1e-9)
     assert "half the oscillation" in str(pmod.certificate)
+
+
+@pytest.mark.parametrize("lo, hi", [(6.227, np.inf), (-np.inf, -6.227), (-np.inf, np.inf), (-1.0, 2.0)])
+def test_interval_mass_at_infinite_ends_is_the_tails(lo, hi):
+    """FOUND.md #7: PyMC's StudentT logcdf(+inf) is NaN, and a box open above (``intercept >= 6.23``)
+    had its prior mass reported as exactly 0. The ends at +-inf are taken by their limits."""
+    from scipy import stats
+
+    from pymc_dp.masses import _interval_logmass_graph
+
+    with pm.Model():
+        t = pm.StudentT("t", nu=3, mu=0.0, sigma=0.5)
+    a, b, expr = _interval_logmass_graph(t)
+    got = float(expr.eval({a: np.float64(lo), b: np.float64(hi)}))
+    dist = stats.t(3, 0.0, 0.5)
+    assert got == pytest.approx(np.log(dist.cdf(hi) - dist.cdf(lo)), rel=1e-9, abs=1e-12)
