@@ -178,23 +178,33 @@ def wrong_rule(op_type, fraction):
     The independent refutation check (pymc_dp/refutation.py) would refuse such a certificate
     before the audit sees it (tests/test_refutation.py shows it does); inside this context it is
     switched off, so that these tests measure the audits' own power."""
-    import pymc_dp.certification as certification
-
     true_rule = log_density_range.registry[op_type]
-    true_refute = certification.refute_claims
 
     def wrong(op, domain, params, xp):
         lo, hi = true_rule(op, domain, params, xp)
         return lo, lo + fraction * (hi - lo)
 
+    log_density_range.register(op_type)(wrong)
+    try:
+        with refutation_off():
+            yield
+    finally:
+        log_density_range.register(op_type)(true_rule)
+
+
+@contextlib.contextmanager
+def refutation_off():
+    """Certify without the independent refutation check (pymc_dp/refutation.py), for the tests of
+    the audits' own power against a wrong rule (restored afterwards)."""
+    import pymc_dp.certification as certification
+
     class _Off:
         def summary(self) -> str:
             return "refutation check switched off by the test"
 
-    log_density_range.register(op_type)(wrong)
+    true_refute = certification.refute_claims
     certification.refute_claims = lambda *args, **kwargs: _Off()
     try:
         yield
     finally:
-        log_density_range.register(op_type)(true_rule)
         certification.refute_claims = true_refute
