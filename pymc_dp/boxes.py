@@ -99,7 +99,7 @@ class BoxModel:
         except UnsupportedExpression as err:
             raise BoxModelUnsupported(str(err)) from None
         self.vars = list(self.evaluator.inputs)
-        self.domain = ctx.domains[factor.observed_container]
+        self.domain = factor.observed_domain(ctx.domains)
         self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
         self.exact = all(_exact(f) for f in factor.forms)
         #: whether half the family's oscillation may stand in for its constant (where smaller)

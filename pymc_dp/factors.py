@@ -43,7 +43,7 @@ from pymc_dp.domains import Ball, Box, Domain, Integers
 from pymc_dp.exceptions import PrivacyError, UnsupportedFactorError
 from pymc_dp.predictor import NotAPredictor, Predictor, analyse, strip_identity, value_ancestors
 from pymc_dp.rules import PT, Bounds, Nested, element_lipschitz, rule_info
-from pymc_dp.rules.base import RuleInfo, parameter_refusal
+from pymc_dp.rules.base import RuleInfo, parameter_refusal, public_outcome_refusal
 from pymc_dp.rules.beta_regression import match_mean_precision
 
 __all__ = [
@@ -234,20 +234,19 @@ class Factor:
                 inner = form.inner.bounds(domains, xp, hull)
                 b = Bounds(inner.lo, inner.hi, space=space)
             params.append(b)
-        domain = domains.get(self.observed_container) if self.observed_container else None
-        if domain is None:
-            # the observed value is public: only the parameters change with the record
-            raise UnsupportedFactorError(
-                f"factor {self.name!r} reads private data only through its parameters while its "
-                "observed value is public; pymc_dp does not support this yet. Make the observed "
-                "data a private container with a declared domain."
-            )
+        domain = self.observed_domain(domains)
         try:
             return element_lipschitz(self.op, domain, tuple(params), PT)
         except PrivacyError as err:  # the rules' messages name the family, not the variables
             raise type(err)(
                 f"factor {self.name!r} observing private {self.observed_container!r}: {err}"
             ) from None
+
+    def observed_domain(self, domains) -> Domain:
+        """The declared domain of the private observed value; a public one is refused (typed)."""
+        if self.observed_container is None or self.observed_container not in domains:
+            raise UnsupportedFactorError(public_outcome_refusal(self.name, self.reads))
+        return domains[self.observed_container]
 
     def lipschitz(self, domains, hull=None):
         """The per-record constant ``L_j(theta)``: a scalar PyTensor expression.

@@ -27,6 +27,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.transforms import Interval
+from pymc.logprob.transforms import Transform
 from pymc.model.fgraph import (
     ModelFreeRV,
     fgraph_from_model,
@@ -153,17 +154,22 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         rv, value, *dims = node.inputs
         new_value = rv.type()
         new_value.name = f"{name}_interval__"
-        lower, upper = _interval_end(lo, name, "lower"), _interval_end(hi, name, "upper")
+        lower, upper = _interval_end(lo), _interval_end(hi)
         if lower is None and upper is None:  # the whole support: nothing to truncate
             continue
-        if np.ndim(lower) or np.ndim(upper):  # per-element bounds: PyMC takes them through bounds_fn
+        mixed = any(end is not None and not np.all(np.isfinite(end)) for end in (lower, upper))
+        if mixed:  # elements differ in which ends are finite: one branch per element
+            transform = _MixedInterval(lo, hi)
+        elif np.ndim(lower) or np.ndim(upper):  # per-element bounds: PyMC takes them through bounds_fn
             lower_c = None if lower is None else pt.constant(np.asarray(lower, dtype="float64"))
             upper_c = None if upper is None else pt.constant(np.asarray(upper, dtype="float64"))
             transform = Interval(bounds_fn=lambda *_, lo_=lower_c, hi_=upper_c: (lo_, hi_))
         else:
             transform = Interval(lower=lower, upper=upper)
         ndim_supp = int(getattr(rv.owner.op, "ndim_supp", 0) or 0)
-        if ndim_supp:  # a multivariate RV (a packed LKJ Cholesky factor): one Jacobian per draw
+        if mixed:
+            transform.ndim_supp = ndim_supp
+        elif ndim_supp:  # a multivariate RV (a packed LKJ Cholesky factor): one Jacobian per draw
             transform = _SupportInterval(transform, ndim_supp)
         if type(model.rvs_to_transforms.get(model[name])).__name__ == "Ordered":
             lo_f, hi_f = np.broadcast_to(lo, ctx.shapes[name]).reshape(-1), np.broadcast_to(hi, ctx.shapes[name]).reshape(-1)
@@ -336,15 +342,70 @@ class _SupportInterval(Interval):
         return pt.sum(per_element, axis=tuple(range(-self.ndim_supp, 0)))
 
 
-def _interval_end(end, name: str, side: str):
-    """A transform's bound: None when every element is unbounded on that side, else the values."""
+def _interval_end(end):
+    """A transform's bound: None when every element is unbounded on that side, else the values
+    (a float when they are all equal); elements without a bound on that side are +-inf."""
     end = np.asarray(end, dtype=float)
-    finite = np.isfinite(end)
-    if not np.any(finite):
+    if not np.any(np.isfinite(end)):
         return None
-    if not np.all(finite):
-        raise NotImplementedError(f"{name!r}: some elements have a {side} bound and others none")
-    return float(end.reshape(-1)[0]) if np.ptp(end) == 0 else end
+    return float(end.reshape(-1)[0]) if np.all(np.isfinite(end)) and np.ptp(end) == 0 else end
+
+
+class _MixedInterval(Transform):
+    """An elementwise transform for a box whose elements differ in which ends are finite.
+
+    PyMC's ``Interval`` needs every element bounded on a side it bounds (``-inf`` in ``lower``
+    makes its log-odds map NaN). Per element, with ``a``/``b`` the lower/upper end:
+
+    ======================  =============================  ===============  =====================
+    ends                    backward ``x(y)``              forward          ``log|dx/dy|``
+    ======================  =============================  ===============  =====================
+    both finite             ``a + (b - a) sigmoid(y)``     ``logit``        ``log(b-a) + log sigmoid(y) + log sigmoid(-y)``
+    ``a`` only              ``a + exp(y)``                 ``log(x - a)``   ``y``
+    ``b`` only              ``b - exp(y)``                 ``log(b - x)``   ``y``
+    neither                 ``y``                          ``x``            ``0``
+    ======================  =============================  ===============  =====================
+
+    Each branch is a bijection from the reals onto its element's interval, so the product map is
+    one onto the box, and its Jacobian is diagonal: the log-determinant is the elementwise sum
+    PyMC adds. The ends that a branch does not use are replaced by 0 / 1 so that the branches a
+    ``switch`` discards stay finite (their gradients are multiplied by 0, and ``0 * nan`` is nan).
+    """
+
+    name = "interval"
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray, ndim_supp: int = 0):
+        self.ndim_supp = ndim_supp  # a multivariate RV: one log-Jacobian per draw (see _SupportInterval)
+        lower, upper = np.broadcast_arrays(np.asarray(lower, float), np.asarray(upper, float))
+        has_lo, has_hi = np.isfinite(lower), np.isfinite(upper)
+        self._both = pt.constant(has_lo & has_hi)
+        self._lo_only = pt.constant(has_lo & ~has_hi)
+        self._hi_only = pt.constant(~has_lo & has_hi)
+        self._free = pt.constant(~has_lo & ~has_hi)
+        self._lo = pt.constant(np.where(has_lo, lower, 0.0))
+        self._hi = pt.constant(np.where(has_hi, upper, 0.0))
+        self._width = pt.constant(np.where(has_lo & has_hi, upper - lower, 1.0))
+
+    def backward(self, value, *inputs):
+        return pt.switch(
+            self._both, self._lo + self._width * pt.sigmoid(value),
+            pt.switch(self._lo_only, self._lo + pt.exp(value),
+                      pt.switch(self._hi_only, self._hi - pt.exp(value), value)))
+
+    def forward(self, value, *inputs):
+        # the branches a switch discards may take the log of a negative number; their values
+        # are not used (forward is only evaluated at points inside the box)
+        from_lo = pt.log(pt.switch(self._free | self._hi_only, 1.0, value - self._lo))
+        to_hi = pt.log(pt.switch(self._free | self._lo_only, 1.0, self._hi - value))
+        return pt.switch(self._both, from_lo - to_hi,
+                         pt.switch(self._lo_only, from_lo, pt.switch(self._hi_only, to_hi, value)))
+
+    def log_jac_det(self, value, *inputs):
+        both = pt.log(self._width) - 2 * pt.softplus(-pt.abs(value)) - pt.abs(value)
+        per_element = pt.switch(self._both, both, pt.switch(self._free, 0.0, value))
+        if self.ndim_supp:
+            return pt.sum(per_element, axis=tuple(range(-self.ndim_supp, 0)))
+        return per_element
 
 
 def _interval_initval(lo, hi, draws: np.ndarray) -> np.ndarray:

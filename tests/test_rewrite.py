@@ -287,3 +287,73 @@ def test_a_constant_the_rewrite_cannot_carry_is_refused_typed_and_named(monkeypa
     ctx = RegionContext(model, domains, {"w": np.zeros((1, 2))})
     with pytest.raises(pymc_dp.UnsupportedFactorError, match=r"factor 'obs'.*reads u, w.*bounds="):
         rewrite.rewrite_model(model, [bound], ctx, {"obs": factor.lipschitz(domains)})
+
+
+def test_a_box_whose_elements_differ_in_which_ends_are_finite():
+    """Campaign seed 1000483 (tests/fuzz/FOUND.md #8): a vector box with some elements bounded
+    below and others not raised a raw ``NotImplementedError``. ``_MixedInterval`` maps each
+    element onto its own interval; checked here: the round trip, the log-Jacobian against a
+    numerical derivative of ``backward``, and draws of the rewritten prior inside the box with
+    the truncated normal's mean per element."""
+    import pytensor.tensor as pt
+    from pymc.model.transform.conditioning import change_value_transforms
+    from scipy import stats
+
+    from pymc_dp.rewrite import _MixedInterval
+
+    lo = np.array([-np.inf, 0.5, -1.0, -np.inf])
+    hi = np.array([1.0, np.inf, 2.0, np.inf])
+    transform = _MixedInterval(lo, hi)
+    y = pt.dvector("y")
+    x_of = transform.backward(y).eval
+    u = np.array([0.7, -1.3, 0.4, 2.5])
+    x = x_of({y: u})
+    assert np.all(x > np.nan_to_num(lo, neginf=-1e300)) and np.all(x < np.nan_to_num(hi, posinf=1e300))
+    np.testing.assert_allclose(transform.forward(pt.as_tensor(x)).eval(), u, rtol=1e-12)
+    h = 1e-6
+    numeric = np.log(np.abs((x_of({y: u + h}) - x_of({y: u - h})) / (2 * h)))
+    np.testing.assert_allclose(transform.log_jac_det(pt.as_tensor(u)).eval(), numeric, rtol=1e-6, atol=1e-8)
+
+    with pm.Model() as model:
+        pm.Normal("w", 0.0, 1.0, shape=4)
+    boxed = change_value_transforms(model, {"w": transform})
+    with boxed:
+        idata = pm.sample(draws=1500, tune=500, chains=1, random_seed=1, progressbar=False,
+                          compute_convergence_checks=False, initvals={"w": np.array([0.0, 1.0, 0.0, 0.0])})
+    w = idata.posterior["w"].values.reshape(-1, 4)
+    assert np.all(w >= lo) and np.all(w <= hi)
+    expected = stats.truncnorm(lo, hi).mean()
+    np.testing.assert_allclose(w.mean(axis=0), expected, atol=0.15)
+
+
+def test_a_mixed_box_certifies_end_to_end_through_bounds():
+    """``bounds=`` with ``-inf`` / ``inf`` in some elements: certified, and the released draws
+    respect the box."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.uniform(-1, 1, size=30))
+        y = pm.Data("y", rng.uniform(-1, 1, size=30))
+        w = pm.Normal("w", 0.0, 1.0, shape=2)
+        sigma = pm.HalfNormal("sigma", 1.0, shape=2)  # sigma[1] is read where obs is public
+        pm.Normal("obs", mu=w[0] + w[1] * x, sigma=sigma[0], observed=y)
+        pm.Normal("public_obs", mu=w[0], sigma=sigma[1], observed=np.zeros(5))
+    # sigma: [0.5, 2] for the factor, [0, inf) where only public data read it
+    bounds = {"w": (-2.0, 2.0), "sigma": (np.array([0.5, 0.0]), np.array([2.0, np.inf]))}
+    pmod = pymc_dp.make_private(model, epsilon=500.0, draws=3, ledger=None, bounds=bounds,
+                                data={"x": pymc_dp.Interval(-1, 1), "y": pymc_dp.Interval(-1, 1)})
+    idata = pmod.sample(tune=100, random_seed=0, progressbar=False)
+    sigma_draws = idata.posterior["sigma"].values.reshape(-1, 2)
+    assert np.all((sigma_draws[:, 0] >= 0.5) & (sigma_draws[:, 0] <= 2.0)) and np.all(sigma_draws[:, 1] > 0)
+
+
+def test_bounds_on_a_factor_whose_observed_value_is_public_is_refused_typed():
+    """A public observed array (not a container) with a private covariate under ``bounds=``
+    crashed with ``KeyError: None`` in the box model; it is refused, naming the factor and data."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.uniform(-1, 1, size=30))
+        w = pm.Normal("w", 0.0, 1.0, shape=2)
+        pm.Normal("obs", mu=w[0] + w[1] * x, sigma=1.0, observed=np.zeros(30))
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match=r"'obs' reads private data 'x' only through its parameters"):
+        pymc_dp.make_private(model, epsilon=50.0, draws=3, data={"x": pymc_dp.Interval(-1, 1)},
+                             ledger=None, bounds={"w": (-2.0, 2.0)})

@@ -212,6 +212,19 @@ def parameter_refusal(factor: str, info: RuleInfo, pname: str, reads) -> str:
     )
 
 
+def public_outcome_refusal(factor: str, reads) -> str:
+    """The message refusing factor ``factor`` that reads private ``reads`` through its parameters
+    while its observed value is public: the per-record rules bound a change of the observed value
+    with the parameters' ranges, and have no rule for a change of the parameters alone."""
+    data = ", ".join(repr(r) for r in reads)
+    return (
+        f"factor {factor!r} reads private data {data} only through its parameters, while its observed "
+        "value is public; pymc_dp bounds a likelihood whose record includes its observed value. Put the "
+        "observed values in a pm.Data container and declare its domain in data={...} (it is then part of "
+        f"the private record), or declare {data} public (public=[...]) if it is not sensitive."
+    )
+
+
 def domain_interval(domain: Domain, family: str) -> tuple[float, float]:
     """``(lo, hi)`` of an elementwise domain (an integer domain as its real hull)."""
     if isinstance(domain, Interval):
