@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytensor.scalar as ps
 import pytensor.tensor as pt
-from pytensor.graph.basic import Variable, equal_computations
+from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
@@ -45,6 +45,7 @@ from pymc_dp.predictor import NotAPredictor, Predictor, analyse, strip_identity,
 from pymc_dp.rules import PT, Bounds, Nested, element_lipschitz, rule_info
 from pymc_dp.rules.base import RuleInfo, parameter_refusal, public_outcome_refusal
 from pymc_dp.rules.beta_regression import match_mean_precision
+from pymc_dp.rules.log_mean import canonical, log_of_indexed, match_nb_mean
 
 __all__ = [
     "Factor", "PointForm", "AffineForm", "IndexForm", "LinkForm", "PredictorForm", "SpaceForm", "NestedForm",
@@ -448,7 +449,7 @@ class _Analyzer:
 
     def _collect_logs(self, var, sign, logs, preds):
         if not private_ancestors(var, self.private):
-            key = _canonical(var)
+            key = canonical(var)
             logs[key] = logs.get(key, 0.0) + sign
             return
         var = strip_identity(var)
@@ -456,6 +457,10 @@ class _Analyzer:
         op = node.op if node is not None else None
         if isinstance(op, DimShuffle) and op.is_expand_dims:
             return self._collect_logs(node.inputs[0], sign, logs, preds)
+        logged = log_of_indexed(var, lambda v: bool(private_ancestors(v, self.private)))
+        if logged is not None:  # rate[g] with a private label: ln rate[g] = (ln rate)[g] (FOUND.md #6)
+            preds.append((sign, logged))
+            return
         if isinstance(op, Elemwise):
             t = type(op.scalar_op)
             if t is ps.Exp:
@@ -491,7 +496,7 @@ class _Analyzer:
         """``SpaceForm("log-mean", form of ln var + sum c ln v)``."""
         logs, preds = self.log_form(var)
         for k, c in (extra_logs or {}).items():
-            key = _canonical(k)
+            key = canonical(k)
             logs[key] = logs.get(key, 0.0) + c
         point = None
         for v, c in logs.items():
@@ -508,14 +513,6 @@ class _Analyzer:
         elif point is not None:
             inner = _sum_forms(inner, PointForm(point), self)
         return inner
-
-
-def _canonical(var):
-    """``var`` up to identity operations and broadcasting, so that equal parameters match."""
-    var = strip_identity(var)
-    while var.owner is not None and isinstance(var.owner.op, DimShuffle) and var.owner.op.is_expand_dims:
-        var = strip_identity(var.owner.inputs[0])
-    return var
 
 
 def _sum_forms(a, b, analyzer: "_Analyzer"):
@@ -650,7 +647,7 @@ def _space_form(analyzer, family, pname, param, params, info, name):
         return SpaceForm("log-mean", analyzer.log_space(param))
     if family == "NegativeBinomial" and pname == "p":
         n = params[info.param_names.index("n")]
-        mu = _match_nb_mean(param, n)
+        mu = match_nb_mean(param, n)
         if mu is None:
             analyzer.refuse(param, "a negative binomial p that is not PyMC's alpha / (mu + alpha); write "
                             "pm.NegativeBinomial(mu=pm.math.exp(eta), alpha=alpha)")
@@ -675,31 +672,6 @@ def _space_form(analyzer, family, pname, param, params, info, name):
         if eta is not None:
             return SpaceForm("softmax", _pairwise(analyzer, eta))
     return analyzer.form(param)
-
-
-def _match_nb_mean(p, n):
-    """``mu`` when ``p`` is PyMC's ``n / (mu + n)`` (its NegativeBinomial(mu, alpha)), else None; ``n``
-    matches as the same variable or an equal graph (a fixed ``alpha=2.0`` is three copies of it)."""
-
-    def _same_alpha(a, b) -> bool:
-        a, b = _canonical(a), _canonical(b)
-        return a is b or equal_computations([a], [b])
-
-    p = _canonical(p)
-    node = p.owner
-    if node is None or not isinstance(node.op, Elemwise) or not isinstance(node.op.scalar_op, ps.TrueDiv):
-        return None
-    num, den = node.inputs
-    if not _same_alpha(num, n):
-        return None
-    den = _canonical(den)
-    if den.owner is None or not isinstance(den.owner.op, Elemwise) or not isinstance(den.owner.op.scalar_op, ps.Add):
-        return None
-    terms = list(den.owner.inputs)
-    for i, t in enumerate(terms):
-        if _same_alpha(t, n) and len(terms) == 2:
-            return terms[1 - i]
-    return None
 
 
 def _pairwise(analyzer, eta):
