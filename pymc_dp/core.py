@@ -33,6 +33,7 @@ from pymc_dp.contamination import RunTimeContamination, inner_epsilon
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import (
     NotConjugateError,
+    PrivacyError,
     StuckChainError,
 )
 from pymc_dp.ledger import Ledger, Spend
@@ -529,8 +530,12 @@ def make_private(
     public: Sequence[str] = (),
     split: str = "optimised",
     ledger: Ledger | None | str = "default",
+    path: str = "posterior",
 ) -> PrivateModel:
     """Make an existing PyMC model private; see :func:`private` for the keywords."""
+    if path != "posterior":
+        return _other_path(path, model, epsilon=epsilon, draws=draws, data=data, delta=delta, unit=unit,
+                           bounds=bounds, public=public, split=split, ledger=ledger)
     return PrivateModel(
         model,
         epsilon=epsilon,
@@ -545,6 +550,29 @@ def make_private(
     )
 
 
+#: the release paths other than posterior sampling, registered by their mechanisms' modules
+#: (``register_path``) so that this layer imports none of them: name -> factory(model, **keywords)
+_PATHS: dict[str, Callable[..., Any]] = {}
+
+
+def register_path(name: str, factory: Callable[..., Any]) -> None:
+    """Offer ``make_private(..., path=name)``: ``factory(model, **keywords of make_private)``
+    builds the mechanism (it refuses the keywords it does not take)."""
+    _PATHS[name] = factory
+
+
+def _other_path(path, model, **keywords):
+    """The mechanism of ``path`` (not plain posterior sampling), or a refusal naming the choices."""
+    factory = _PATHS.get(path)
+    if factory is None:
+        raise PrivacyError(
+            f"path={path!r} is not a release path; use one of {['posterior', *sorted(_PATHS)]} (the noise-aware "
+            "paths are pymc_dp.noisy_statistics and pymc_dp.recommend; path='auto' is not offered until it is "
+            "measured to be at least as good as posterior sampling, issue 33)."
+        )
+    return factory(model, **keywords)
+
+
 def private(
     *,
     epsilon: float | None = None,
@@ -556,6 +584,7 @@ def private(
     public: Sequence[str] = (),
     split: str = "optimised",
     ledger: Ledger | None | str = "default",
+    path: str = "posterior",
 ) -> Callable[[Callable[..., pm.Model]], Callable[..., PrivateModel]]:
     """Decorate a function that builds and returns a ``pm.Model``.
 
@@ -595,6 +624,12 @@ def private(
         release so that the cumulative spend on a dataset is visible across sessions.
         ``pymc_dp.Ledger(path, epsilon=total, delta=total)`` also refuses releases that would
         overspend the total. ``None``: nothing is recorded.
+    path : {"posterior", "localized"}
+        How the draws are released. ``"posterior"``: posterior sampling on one region chosen from
+        public facts. ``"localized"``: a quarter of ``epsilon`` locates the posterior privately,
+        the rest samples a region around that place
+        (:class:`~pymc_dp.mechanisms.localized.LocalizedPosterior`, docs/theory/localized.md);
+        it returns that mechanism, with the same ``sample()``.
 
     Returns
     -------
@@ -628,6 +663,7 @@ def private(
                 public=public,
                 split=split,
                 ledger=ledger,
+                path=path,
             )
 
         return wrapper

@@ -6,6 +6,9 @@
   (AAAI 2016, Alg. 2): consistent marginals;
 * :func:`private_map` -- the exponential mechanism with the truncated prior as base measure
   (AAAI 2016, Alg. 3): a tempered truncated posterior draw;
+* :func:`localized_posterior` -- localize, then sample: one tempered draw on a wide public box
+  locates the posterior, the draws come from a box around it (docs/theory/localized.md;
+  ``make_private(..., path="localized")``);
 * :func:`stochastic_posterior` -- untruncated posterior draws, (epsilon, delta)-DP by the corrected
   stochastic-Lipschitz theorem (docs/theory/stochastic_lipschitz.md);
 * :func:`metric_posterior` -- metric DP (ALT Def. 2) for continuous records: ``P(B|x) <=
@@ -21,6 +24,7 @@ ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 
 from pymc_dp.mechanisms.base import Mechanism
 from pymc_dp.mechanisms.counts import NoisyCounts
+from pymc_dp.mechanisms.localized import LocalizedPosterior, localized_posterior
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
 from pymc_dp.mechanisms.metric import MetricPosterior, metric_posterior
 from pymc_dp.mechanisms.paths import Recommendation, noisy_statistics, recommend
@@ -42,6 +46,8 @@ __all__ = [
     "Recommendation",
     "recommend",
     "PrivateMAP",
+    "LocalizedPosterior",
+    "localized_posterior",
     "MetricPosterior",
     "metric_posterior",
     "StochasticPosterior",

@@ -169,22 +169,31 @@ class PrivateMAP:
         public: Sequence[str] = (),
         split: str = "optimised",
         ledger: Ledger | None | str = "default",
+        bounds: Mapping[str, Any] | None = None,
     ):
         model = build_model(model)
         _check_budget(epsilon, delta, draws, unit, None)
         delta_u = _check_sensitivity(sensitivity)
         if split not in SPLITS:
             raise PrivacyError(f"split={split!r} is not a budget split; use one of {list(SPLITS)}.")
+        if bounds is not None and delta_u is not None:
+            raise PrivacyError(
+                "private_map: give either bounds= (the region; Delta_u is then certified over it) or "
+                "sensitivity= (Delta_u; the region is then chosen to fit it), not both."
+            )
         ledger = check_ledger(ledger)
         eps0 = accounting.per_draw_epsilon(epsilon, delta, draws)
         if delta_u is None:
             delta_u = eps0 / 2.0
         try:
             core = PrivateModel(
-                model, epsilon=2.0 * delta_u, draws=1, data=data, delta=0.0, unit=unit,
-                public=public, split=split, ledger=None,
+                model, epsilon=None if bounds is not None else 2.0 * delta_u, draws=1, data=data, delta=0.0,
+                unit=unit, bounds=bounds, public=public, split=split, ledger=None,
             )
         except BudgetExceededError as err:
+            if bounds is not None:
+                raise
+
             raise BudgetExceededError(
                 f"private_map: the truncation for sensitivity Delta_u = {delta_u:.6g} is infeasible "
                 f"(below, 'epsilon' is the truncation's per-draw loss 2 Delta_u = {2 * delta_u:.6g}, and "
@@ -194,7 +203,14 @@ class PrivateMAP:
         guarantee = accounting.compose(eps0, draws, delta)
         self.epsilon_per_draw = float(eps0)
         self.sensitivity = core.certificate.epsilon_per_draw / 2.0
-        self.beta = self.epsilon_per_draw / (2.0 * self.sensitivity)
+        if not self.sensitivity < math.inf:  # a region the rules cannot bound (NaN fails closed)
+            raise BudgetExceededError(
+                f"private_map: the log-likelihood's change is not bounded on the region "
+                f"(Delta_u = {self.sensitivity}); give narrower bounds."
+            )
+        # Delta_u = 0: the private likelihood does not change between neighbours on the region,
+        # every beta is 0-DP; beta = 1 keeps the posterior
+        self.beta = self.epsilon_per_draw / (2.0 * self.sensitivity) if self.sensitivity > 0 else 1.0
         self.draws = int(draws)
         self.delta = float(delta)
         self.unit = as_unit(unit)
@@ -454,6 +470,7 @@ def private_map(
     delta: float = 0.0,
     sensitivity: float | None = None,
     split: str = "optimised",
+    bounds: Mapping[str, Any] | None = None,
 ) -> PrivateMAP:
     """A private MAP-style estimate of a PyMC model: the exponential mechanism with the
     log-likelihood as utility and the truncated prior as base measure (AAAI 2016 Alg. 3).
@@ -487,6 +504,10 @@ def private_map(
         a flatter (tempered) density; smaller: a narrower Theta_L and a sharper one.
     split : {"optimised", "equal"}
         How ``Delta_u`` is shared among the factors (as in :func:`pymc_dp.make_private`).
+    bounds : dict, optional
+        An explicit region instead of ``sensitivity`` (as ``bounds=`` of
+        :func:`pymc_dp.make_private`): ``Delta_u`` is then certified over it, and ``beta``
+        follows, so that each draw is ``eps0``-DP whatever the region's width.
 
     Returns
     -------
@@ -513,5 +534,5 @@ def private_map(
     """
     return PrivateMAP(
         model, epsilon=epsilon, data=data, draws=draws, delta=delta, sensitivity=sensitivity,
-        unit=unit, public=public, split=split, ledger=ledger,
+        unit=unit, public=public, split=split, ledger=ledger, bounds=bounds,
     )

@@ -1,0 +1,414 @@
+"""Localize, then sample: spend a little of the budget to find where the posterior is, and the
+rest on draws from a region around that place.
+
+Posterior sampling truncates the prior to a region ``Theta_L`` chosen from public facts only,
+so the region sits where the *prior* is; wherever the posterior is narrow and far from the
+prior's centre, the released draws pile against the region's wall. This mechanism (issue 33,
+``docs/theory/localized.md``) releases in two stages:
+
+1. **Locate** (``epsilon_1 = localize x epsilon``). One draw ``theta_hat`` of the exponential
+   mechanism (:class:`~pymc_dp.mechanisms.map.PrivateMAP`) on a *wide* public box ``B_1`` (by
+   default the prior's central ``1 - 1e-3`` interval of every free RV): the prior truncated to
+   ``B_1`` times the private likelihood to the power ``beta_1 = epsilon_1 / eps0(B_1)``, where
+   ``eps0(B_1)`` is the certified per-draw loss of posterior sampling on ``B_1``.
+2. **Sample** (``epsilon_2 = epsilon - epsilon_1``). A box ``B_2 = theta_hat +- c s`` in each
+   free RV's unconstrained space, where ``s`` is a *public* posterior scale at ``theta_hat``
+   (the Laplace approximation of the model on a dataset simulated at ``theta_hat``: covariates
+   drawn from their declared domains, outcomes from the model, clipped into their domains) and
+   ``c`` the smallest width (on a geometric grid) that covers the first stage's error and the
+   released spread at ``confidence`` standard deviations, ``c >= k sqrt(1/beta_1 + 1/beta_2(c))``,
+   grown while ``beta_2`` stays 1. The ``draws`` released are the exponential mechanism on
+   ``B_2`` with ``beta_2 = min(1, eps0_2 / eps0(B_2))``, ``eps0_2`` the per-draw share of
+   ``epsilon_2``: exact posterior draws restricted to ``B_2`` where the budget allows it
+   (``beta_2 = 1``), tempered ones where it does not.
+
+Privacy proof (``docs/theory/localized.md``): stage 1 is ``epsilon_1``-DP (one draw of the
+exponential mechanism with the certified oscillation, :class:`PrivateMAP`'s proof); ``B_2`` is
+a function of stage 1's output and of public facts (the model, the domains, the data's shapes,
+a public simulation seed), so stage 2, ``epsilon_2``-DP for *every* box, composes adaptively:
+the pair is ``(epsilon_1 + epsilon_2, delta)``-DP. Neither the width rule nor the simulation
+reads a data value. The location ``theta_hat`` and ``B_2`` are released with the draws (they
+are paid for).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from pymc_dp import accounting
+from pymc_dp.certificate import Certificate
+from pymc_dp.core import PrivateModel, register_path
+from pymc_dp.domains import Domain
+from pymc_dp.exceptions import BudgetExceededError, PrivacyError, UnsupportedFactorError
+from pymc_dp.ledger import Ledger
+from pymc_dp.mechanisms.base import Mechanism, build_model
+from pymc_dp.mechanisms.map import PrivateMAP
+from pymc_dp.release import check_budgeted_draws, check_ledger, release
+from pymc_dp.units import Users, as_unit, describe_unit
+
+__all__ = ["LocalizedPosterior", "localized_posterior", "MECHANISM"]
+
+#: the name of this mechanism in a release's record
+MECHANISM = "localized posterior sampling (two stages)"
+#: the public seed of the width rule's simulated dataset and of the prior draws of B_1
+PUBLIC_SEED = 20_261_128
+#: the prior's tail mass left out of the default first-stage box (per element, both tails)
+WIDE_TAIL = 1e-3
+#: the width grid: c_k = c_min * GRID_RATIO**k, k < GRID_STEPS
+GRID_RATIO, GRID_STEPS = 1.3, 14
+
+
+def _elementwise_transform(model, rv):
+    """The RV's value transform if it maps elements one by one (None: the identity), else refuse."""
+    transform = model.rvs_to_transforms.get(rv)
+    if transform is None:
+        return None
+    kind = type(transform).__name__
+    if kind in ("LogTransform", "IntervalTransform", "Interval", "LogOddsTransform", "LogExpM1"):
+        return transform
+    raise UnsupportedFactorError(
+        f"path 'localized': the free RV {rv.name!r} has a {kind} value transform, which does not map a "
+        "box to a box; use posterior sampling (pymc_dp.make_private) or private_map for this model."
+    )
+
+
+def wide_box(model: pm.Model, tail: float = WIDE_TAIL, seed: int = PUBLIC_SEED) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The default first-stage box: per element of every free RV, the central ``1 - tail``
+    interval of 10,000 public prior draws (no data read)."""
+    draws = pm.draw([rv for rv in model.free_RVs], draws=10_000, random_seed=seed)
+    box = {}
+    for rv, values in zip(model.free_RVs, draws):
+        values = np.asarray(values, dtype=float)
+        if rv.type.dtype.startswith(("int", "uint", "bool")):
+            raise UnsupportedFactorError(
+                f"path 'localized': the free RV {rv.name!r} is discrete; the localized path boxes continuous "
+                "parameters only. Use posterior sampling (pymc_dp.make_private) for this model."
+            )
+        _elementwise_transform(model, rv)
+        lo, hi = np.quantile(values, [tail / 2, 1 - tail / 2], axis=0)
+        box[rv.name] = (lo, hi)
+    return box
+
+
+class LocalizedPosterior(Mechanism):
+    """Two-stage posterior sampling: a private location, then draws around it (module docstring).
+
+    Build it with :func:`localized_posterior` (or ``pymc_dp.make_private(..., path="localized")``);
+    release with :meth:`sample`.
+
+    Attributes
+    ----------
+    certificate : Certificate
+        The guarantee of one release: ``epsilon = epsilon_1 + epsilon_2`` and ``delta``. Its
+        factors and truncation are the *first* stage's (``B_1``); the second stage's box is
+        chosen at release time from the first stage's output and stated in the release record.
+    locate : PrivateMAP
+        The first stage (one draw, ``epsilon_1``, no ledger).
+    epsilon_locate, epsilon_sample : float
+        ``epsilon_1`` and ``epsilon_2``.
+    """
+
+    name = MECHANISM
+
+    def __init__(
+        self,
+        model: pm.Model,
+        *,
+        epsilon: float,
+        draws: int,
+        data: Mapping[str, Domain],
+        delta: float = 0.0,
+        unit: str | Users = "record",
+        public: Sequence[str] = (),
+        ledger: Ledger | None | str = "default",
+        localize: float = 0.25,
+        wide: Mapping[str, Any] | None = None,
+        confidence: float = 3.0,
+    ):
+        model = build_model(model)
+        if isinstance(localize, bool) or not isinstance(localize, numbers.Real) or not 0 < localize < 1:
+            raise PrivacyError(f"localize={localize!r} must be a number in (0, 1): the share of epsilon spent on the location")
+        if not (isinstance(confidence, numbers.Real) and confidence > 0 and math.isfinite(confidence)):
+            raise PrivacyError(f"confidence={confidence!r} must be a finite number > 0 (standard deviations)")
+        if not (isinstance(epsilon, numbers.Real) and 0 < epsilon < math.inf):
+            raise BudgetExceededError(f"epsilon={epsilon!r} must be a finite number > 0")
+        self._model = model
+        self._kwargs = dict(data=data, unit=unit, public=public)
+        self.epsilon_locate = float(epsilon) * float(localize)
+        self.epsilon_sample = float(epsilon) - self.epsilon_locate
+        self.draws = int(draws)
+        self.delta = float(delta)
+        self.unit = as_unit(unit)
+        self.confidence = float(confidence)
+        self.wide = dict(wide) if wide is not None else wide_box(model)
+        for rv in model.free_RVs:
+            _elementwise_transform(model, rv)
+        self.locate = PrivateMAP(model, epsilon=self.epsilon_locate, draws=1, bounds=self.wide, ledger=None, **self._kwargs)
+        # checks draws / delta / unit as every release does (stage 2's per-draw share must exist)
+        self.epsilon_per_draw = accounting.per_draw_epsilon(self.epsilon_sample, self.delta, self.draws)
+        guarantee_sample = accounting.compose(self.epsilon_per_draw, self.draws, self.delta)
+        total = self.epsilon_locate + guarantee_sample.epsilon
+        note = (
+            f"Localized posterior sampling (docs/theory/localized.md): stage 1 spends epsilon_1 = "
+            f"{self.epsilon_locate:.4g} on one draw of the exponential mechanism on the box B_1 below (beta_1 = "
+            f"{self.locate.beta:.4g}); stage 2 spends epsilon_2 = {guarantee_sample.epsilon:.4g} on {self.draws} "
+            f"draw(s) from a box B_2 around stage 1's draw, chosen from public facts and stated in the release; "
+            "the two stages compose adaptively."
+        )
+        base = self.locate.certificate
+        self.certificate: Certificate = dataclasses.replace(
+            base,
+            epsilon=float(total),
+            delta=self.delta,
+            draws=self.draws,
+            epsilon_per_draw=float(self.epsilon_per_draw),
+            composition=f"adaptive: {self.epsilon_locate:.6g} (location) + {guarantee_sample.method} over the draws",
+            epsilon_basic=float(self.epsilon_locate + guarantee_sample.epsilon_basic),
+            epsilon_optimal=None,
+            caveats=base.caveats + (note,),
+        )
+        self.epsilon = self.certificate.epsilon
+        self.domains = dict(data)
+        self.reads = tuple(sorted({r for f in self.locate.private_model.factors for r in f.reads}))
+        self._ledger_arg = check_ledger(ledger)
+        self._data_override: Mapping[str, Any] | None = None
+        self.last_release = None
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def dataset_id(self) -> str:
+        return self.locate.private_model.dataset_id
+
+    def _core_for(self, bounds, draws: int, epsilon: float | None) -> PrivateModel:
+        core = PrivateModel(self._model, epsilon=epsilon, draws=draws, delta=self.delta if epsilon else 0.0,
+                            bounds=bounds, ledger=None, **self._kwargs)
+        return core.with_data(self._data_override) if self._data_override is not None else core
+
+    # ------------------------------------------------------------------ stage 2's box (public)
+    def public_scale(self, theta_hat: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The posterior's standard deviation at ``theta_hat`` in each free RV's unconstrained
+        space, from the Laplace approximation on a dataset simulated at ``theta_hat`` (public:
+        ``theta_hat`` is released, the simulation reads the domains and shapes only)."""
+        return simulated_laplace_scale(self._model, theta_hat, self.locate.private_model, seed=PUBLIC_SEED)
+
+    def second_box(self, theta_hat: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """``B_2`` and the facts of its choice, from ``theta_hat`` and public facts only."""
+        model = self._model
+        scale = self.public_scale(theta_hat)
+        beta_1 = self.locate.beta
+        k = self.confidence
+        c_min = k * math.sqrt(1.0 / beta_1 + 1.0)
+
+        def box(c):
+            out = {}
+            for rv in model.free_RVs:
+                t = model.rvs_to_transforms.get(rv)
+                x = np.asarray(theta_hat[rv.name], dtype=float)
+                u = x if t is None else np.asarray(t.forward(x, *rv.owner.inputs).eval(), dtype=float)
+                ends = [u - c * scale[rv.name], u + c * scale[rv.name]]
+                if t is not None:
+                    ends = [np.asarray(t.backward(e, *rv.owner.inputs).eval(), dtype=float) for e in ends]
+                out[rv.name] = (np.minimum(*ends), np.maximum(*ends))
+            return out
+
+        def beta_2(c):
+            try:
+                core = PrivateModel(model, epsilon=None, draws=1, bounds=box(c), ledger=None, **self._kwargs)
+            except PrivacyError:  # a box the rules cannot bound: stage 2 would be the prior
+                return 0.0
+            eps0 = core.certificate.epsilon_per_draw
+            return 1.0 if eps0 <= self.epsilon_per_draw else self.epsilon_per_draw / eps0
+
+        chosen, b2 = None, None
+        for i in range(GRID_STEPS):
+            c = c_min * GRID_RATIO**i
+            b = beta_2(c)
+            if b > 0 and c >= k * math.sqrt(1.0 / beta_1 + 1.0 / b):
+                chosen, b2 = c, b
+                break
+        if chosen is None:
+            chosen = c_min * GRID_RATIO ** (GRID_STEPS - 1)
+            b2 = beta_2(chosen)
+        while b2 == 1.0 and chosen < 4 * c_min:  # untempered: widen while the budget still allows it
+            wider = chosen * GRID_RATIO
+            if beta_2(wider) < 1.0:
+                break
+            chosen = wider
+        return {"bounds": box(chosen), "c": chosen, "c_min": c_min, "beta_2": b2,
+                "scale": {k_: v.tolist() for k_, v in scale.items()}}
+
+    # ------------------------------------------------------------------ release
+    def _run(self, *, random_seed, chains, tune, kwargs) -> tuple[xr.Dataset, dict]:
+        """Both stages on the private data: the released posterior group and the public facts."""
+        rng = np.random.default_rng(random_seed)
+        locate = self.locate if self._data_override is None else self.locate.with_data(self._data_override)
+        mcmc = {} if tune is None else {"tune": tune}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            first = locate.sample(chains=1, random_seed=int(rng.integers(2**31 - 1)), **mcmc,
+                                  **{k: v for k, v in kwargs.items() if k in ("progressbar", "nuts_sampler")})
+        theta_hat = {rv.name: np.asarray(first.posterior[rv.name].values)[0, -1] for rv in self._model.free_RVs}
+        choice = self.second_box(theta_hat)
+        eps_sample = accounting.compose(self.epsilon_per_draw, self.draws, self.delta).epsilon
+        if choice["beta_2"] >= 1.0:
+            stage = self._core_for(choice["bounds"], self.draws, None)
+        else:
+            stage = PrivateMAP(self._model, epsilon=eps_sample, draws=self.draws, delta=self.delta,
+                               bounds=choice["bounds"], ledger=None, **self._kwargs)
+            if self._data_override is not None:
+                stage = stage.with_data(self._data_override)
+        # the guarantee of stage 2 fits epsilon_2 whatever the box (certified again here)
+        if not stage.certificate.epsilon <= eps_sample * (1 + 1e-9):
+            raise AssertionError(f"stage 2 costs {stage.certificate.epsilon} > epsilon_2 = {eps_sample}")
+        second = stage.sample(chains=chains, random_seed=int(rng.integers(2**31 - 1)), **mcmc, **kwargs)
+        facts = {
+            "mechanism": MECHANISM,
+            "epsilon_locate": self.epsilon_locate,
+            "epsilon_sample": eps_sample,
+            "beta_locate": self.locate.beta,
+            "location": {k: np.asarray(v).tolist() for k, v in theta_hat.items()},
+            "box_locate": {k: [np.asarray(a).tolist() for a in v] for k, v in self.wide.items()},
+            "box_sample": {k: [np.asarray(a).tolist() for a in v] for k, v in choice["bounds"].items()},
+            "width_rule": {"c": choice["c"], "c_min": choice["c_min"], "confidence_sds": self.confidence,
+                           "public_scale": choice["scale"]},
+            "beta_sample": choice["beta_2"],
+        }
+        posterior = second.posterior.copy()
+        posterior.attrs = {}
+        return posterior, facts
+
+    def sample(self, draws: int | None = None, *, random_seed: Any = None, chains: int | None = None,
+               tune: int | None = None, **kwargs: Any):
+        """Charge ``certificate.epsilon`` to the ledger, then run both stages and release the
+        second stage's ``draws`` draws (``az.InferenceData``; the record states the location,
+        both boxes, ``beta_1``, ``beta_2`` and the width rule)."""
+        check_budgeted_draws(draws, self.draws)
+        kwargs.setdefault("progressbar", False)
+        facts: dict = {}
+
+        def draw():
+            posterior, more = self._run(random_seed=random_seed, chains=chains, tune=tune, kwargs=kwargs)
+            facts.update(more)
+            return {"posterior": posterior}
+
+        note = {"mechanism": MECHANISM, "unit": describe_unit(self.unit)}
+        return release(self, draw, epsilon=self.epsilon, delta=self.delta, note=note,
+                       record=lambda ledger_now: {**self.certificate.to_dict(),
+                                                  "release": {**facts, "method": "mcmc", "ledger": ledger_now}},
+                       allow_nan=True)
+
+    # ------------------------------------------------------------------ audits (no ledger)
+    def with_data(self, data: Mapping[str, Any]) -> "LocalizedPosterior":
+        """The same mechanism on other private data of the same shapes, with no ledger."""
+        other = object.__new__(LocalizedPosterior)
+        other.__dict__.update(self.__dict__)
+        other._ledger_arg = None
+        other._data_override = dict(data)
+        other.last_release = None
+        return other
+
+    def audit_runs(self, data: Mapping[str, np.ndarray], runs: int, rng: np.random.Generator) -> np.ndarray:
+        """``runs`` independent two-stage releases on ``data`` (one draw each, flattened)."""
+        other = self.with_data(data)
+        rows = []
+        for _ in range(int(runs)):
+            posterior, _ = other._run(random_seed=int(rng.integers(2**31 - 1)), chains=1, tune=300,
+                                      kwargs={"progressbar": False, "compute_convergence_checks": False})
+            rows.append(np.concatenate([np.asarray(posterior[v].values)[0, -1].ravel() for v in posterior.data_vars]))
+        return np.asarray(rows)
+
+
+def simulated_laplace_scale(model: pm.Model, theta_hat: Mapping[str, np.ndarray], core: PrivateModel, *,
+                            seed: int = PUBLIC_SEED) -> dict[str, np.ndarray]:
+    """Per free RV, the Laplace approximation's standard deviation (unconstrained space) of
+    ``model`` at ``theta_hat`` on a *simulated* dataset: each private container that a factor
+    observes is drawn from the model at ``theta_hat`` and clipped into its domain; every other
+    private container is drawn from its declared domain. No data value is read.
+
+    Where the negative Hessian is not positive definite, each element falls back to
+    ``1 / sqrt(max(diagonal, 1e-12))``; a non-finite scale is replaced by 1.
+    """
+    from pymc.model.fgraph import fgraph_from_model
+
+    from pymc_dp.reference import simulate_domain
+    from pymc_dp.rewrite import rebuild_model
+
+    rng = np.random.default_rng(seed)
+    fgraph, _ = fgraph_from_model(model)
+    sim = rebuild_model(fgraph)
+    domains = core.domains
+    observed = {f.observed_container for f in core.factors if f.observed_container}
+    shapes = {name: np.shape(sim[name].get_value()) for name in domains}
+    values = {name: simulate_domain(domains[name], shapes[name], rng) for name in domains if name not in observed}
+    for name, v in values.items():
+        sim.set_data(name, np.asarray(v, dtype=sim[name].dtype))
+    if observed:
+        conditioned = pm.do(sim, {name: np.asarray(v) for name, v in theta_hat.items()})
+        obs_rvs = [conditioned[f.name] for f in core.factors if f.observed_container]
+        drawn = pm.draw(obs_rvs, random_seed=rng) if obs_rvs else []
+        drawn = drawn if isinstance(drawn, list) else [drawn]
+        by_factor = {f.name: f.observed_container for f in core.factors if f.observed_container}
+        for rv, value in zip(obs_rvs, drawn):
+            name = by_factor.get(rv.name)
+            if name is None:
+                continue
+            lo, hi = _domain_hull(domains[name])
+            sim.set_data(name, np.clip(np.asarray(value, dtype=float), lo, hi).astype(sim[name].dtype))
+    point = {}
+    for rv in sim.free_RVs:
+        t = sim.rvs_to_transforms.get(rv)
+        x = np.asarray(theta_hat[rv.name], dtype=float)
+        point[sim.rvs_to_values[rv].name] = x if t is None else np.asarray(t.forward(x, *rv.owner.inputs).eval())
+    hess = np.asarray(sim.compile_d2logp(jacobian=True)(point), dtype=float)
+    neg = -hess if np.trace(hess) < 0 else hess  # PyMC's d2logp is the Hessian of logp (negative definite)
+    try:
+        cov = np.linalg.inv(neg)
+        sd = np.sqrt(np.diag(cov)) if np.all(np.diag(cov) > 0) and np.all(np.linalg.eigvalsh(neg) > 0) else None
+    except np.linalg.LinAlgError:
+        sd = None
+    if sd is None:
+        sd = 1.0 / np.sqrt(np.maximum(np.diag(neg), 1e-12))
+    sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+    out, i = {}, 0
+    for rv in sim.free_RVs:
+        size = int(np.prod(np.shape(theta_hat[rv.name])))
+        out[rv.name] = sd[i:i + size].reshape(np.shape(theta_hat[rv.name]))
+        i += size
+    return out
+
+
+def _domain_hull(domain: Domain) -> tuple[Any, Any]:
+    lo, hi = getattr(domain, "lo", -np.inf), getattr(domain, "hi", np.inf)
+    return lo, hi
+
+
+def _from_make_private(model, *, epsilon, draws, data, delta, unit, bounds, public, split, ledger) -> LocalizedPosterior:
+    """``make_private(..., path="localized")``."""
+    if bounds is not None or split != "optimised":
+        raise PrivacyError(
+            "path='localized' chooses both of its regions itself (a wide public box, then a box around a "
+            "private location); bounds= and split= belong to path='posterior'."
+        )
+    if epsilon is None:
+        raise PrivacyError("path='localized' needs epsilon: it splits it between the location and the draws.")
+    return LocalizedPosterior(model, epsilon=epsilon, draws=draws, data=data, delta=delta, unit=unit,
+                              public=public, ledger=ledger)
+
+
+register_path("localized", _from_make_private)
+
+
+def localized_posterior(model, *, epsilon: float, draws: int, data: Mapping[str, Domain], **kwargs: Any) -> LocalizedPosterior:
+    """Localize, then sample (:class:`LocalizedPosterior`); keywords as :func:`pymc_dp.make_private`
+    plus ``localize`` (the share of epsilon spent on the location, default 0.25), ``wide`` (the
+    first stage's box, default the prior's central 99.9%) and ``confidence`` (standard deviations
+    the second box covers, default 3)."""
+    return LocalizedPosterior(model, epsilon=epsilon, draws=draws, data=data, **kwargs)

@@ -1,0 +1,154 @@
+"""Localize, then sample (pymc_dp/mechanisms/localized.py; docs/theory/localized.md).
+
+The privacy proof is adaptive composition of two exponential mechanisms, each with a certified
+oscillation on its box; the second box is a function of the first stage's output and public
+facts. Checked here: each stage's exact output density ratio on a conjugate model (Beta-Bernoulli)
+against its share, for the first box and for second boxes built at several locations; a doubled
+first-stage temperature (half the noise) is caught by the same exact check; the second box does
+not move when the private data change (it reads the location and public facts only); the ledger
+is charged once, before anything runs, with the sum of the two stages.
+"""
+
+import json
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp
+from pymc_dp.mechanisms.localized import LocalizedPosterior, wide_box
+
+X = np.array([1, 1, 0, 1, 1, 1, 0, 1])
+GRID = {"p": np.linspace(0.001, 0.999, 999)}
+
+
+def coin():
+    with pm.Model() as model:
+        xd = pm.Data("x", X)
+        p = pm.Beta("p", 2, 2)
+        pm.Bernoulli("obs", p=p, observed=xd)
+    return model
+
+
+def neighbours():
+    """Every record-unit neighbour of X (one row replaced by the other value)."""
+    for i in range(len(X)):
+        y = X.copy()
+        y[i] = 1 - y[i]
+        yield y
+
+
+def worst_log_ratio(mech, epsilon_share):
+    """The largest |ln q_x - ln q_y| over the grid inside the box, over every neighbour y."""
+    worst = 0.0
+    for y in neighbours():
+        lr = mech._log_density_ratio({"x": X}, {"x": y})(GRID)
+        worst = max(worst, float(np.nanmax(np.abs(lr[np.isfinite(lr)]))))
+    return worst
+
+
+@pytest.fixture(scope="module")
+def mech():
+    return LocalizedPosterior(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None)
+
+
+def test_the_first_stage_is_exactly_within_its_share(mech):
+    assert mech.locate.conjugate_plan is not None  # the exact density is known
+    assert mech.epsilon_locate == pytest.approx(1.0)
+    worst = worst_log_ratio(mech.locate, mech.epsilon_locate)
+    assert worst <= mech.epsilon_locate * (1 + 1e-9)
+    assert worst >= 0.3 * mech.epsilon_locate  # and the share is not wasted
+
+
+def test_a_halved_first_stage_noise_is_caught_by_the_exact_check(mech):
+    """beta_1 doubled (the first stage's temperature twice the certified one): the exact ratio
+    exceeds epsilon_1 for some neighbour, so the check above can fail."""
+    wrong = mech.locate.with_data({"x": X})
+    wrong.beta = 2 * mech.locate.beta
+    wrong.conjugate_plan = wrong.private_model.conjugate_plan.tempered(wrong.beta)
+    assert worst_log_ratio(wrong, mech.epsilon_locate) > mech.epsilon_locate
+
+
+@pytest.mark.parametrize("location", [0.2, 0.55, 0.9])
+def test_the_second_stage_fits_its_share_for_every_box(mech, location):
+    """Stage 2 at the box the width rule builds around a location: exact ratio <= epsilon_2."""
+    from pymc_dp.mechanisms.map import PrivateMAP
+
+    choice = mech.second_box({"p": np.array(location)})
+    lo, hi = choice["bounds"]["p"]
+    assert lo < location < hi
+    stage = PrivateMAP(coin(), epsilon=mech.epsilon_sample, draws=1, bounds=choice["bounds"],
+                       data={"x": pymc_dp.Binary()}, ledger=None)
+    assert stage.beta <= 1.0 or choice["beta_2"] == 1.0
+    assert worst_log_ratio(stage, mech.epsilon_sample) <= mech.epsilon_sample * (1 + 1e-9)
+
+
+def test_the_second_box_reads_no_data_value(mech):
+    """The width rule sees the location and public facts only: other private data, same box."""
+    other = mech.with_data({"x": 1 - X})
+    a = mech.second_box({"p": np.array(0.6)})
+    b = other.second_box({"p": np.array(0.6)})
+    np.testing.assert_array_equal(a["bounds"]["p"], b["bounds"]["p"])
+    assert a["c"] == b["c"] and a["beta_2"] == b["beta_2"]
+
+
+def test_the_release_is_charged_once_with_both_stages_and_states_them(tmp_path):
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite", epsilon=10.0)
+    mech = LocalizedPosterior(coin(), epsilon=4.0, draws=2, data={"x": pymc_dp.Binary()}, ledger=ledger)
+    idata = mech.sample(random_seed=3)
+    assert idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"] == 2
+    record = json.loads(idata.attrs["pymc_dp"])
+    assert record["epsilon"] == pytest.approx(4.0)
+    release = record["release"]
+    assert release["epsilon_locate"] + release["epsilon_sample"] == pytest.approx(4.0)
+    lo, hi = release["box_sample"]["p"]
+    draws = idata.posterior["p"].values.ravel()
+    assert np.all((draws >= lo) & (draws <= hi))
+    assert lo <= release["location"]["p"] <= hi
+    spent = ledger.spent(mech.dataset_id)
+    assert spent.epsilon == pytest.approx(4.0)
+    with pytest.raises(pymc_dp.BudgetExceededError):  # 8 > 10 - 4: refused before anything runs
+        LocalizedPosterior(coin(), epsilon=8.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=ledger).sample(random_seed=1)
+    assert ledger.spent(mech.dataset_id).epsilon == pytest.approx(4.0)
+
+
+def test_the_default_first_box_is_the_priors_central_interval():
+    """About 99.9% of the prior inside, a little of each tail outside (public prior draws)."""
+    from scipy import stats
+
+    lo, hi = wide_box(coin())["p"]
+    prior = stats.beta(2, 2)
+    inside = prior.cdf(hi) - prior.cdf(lo)
+    assert 0.997 <= inside <= 0.99995
+    assert prior.cdf(lo) > 0 and prior.sf(hi) > 0
+
+
+def test_a_discrete_parameter_is_refused_typed_and_named():
+    with pm.Model() as model:
+        xd = pm.Data("x", np.array([0, 3, 5]))
+        k = pm.DiscreteUniform("k", 0, 5)
+        pm.Poisson("obs", mu=k + 1.0, observed=xd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="'k' is discrete"):
+        LocalizedPosterior(model, epsilon=4.0, draws=1, data={"x": pymc_dp.Integers(0, 10)}, ledger=None)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, True])
+def test_the_location_share_must_be_a_fraction(bad):
+    with pytest.raises(pymc_dp.PrivacyError, match="localize"):
+        LocalizedPosterior(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, localize=bad)
+
+
+def test_make_private_and_the_decorator_offer_the_localized_path():
+    mech = pymc_dp.make_private(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, path="localized")
+    assert isinstance(mech, LocalizedPosterior)
+
+    @pymc_dp.private(epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, path="localized")
+    def build():
+        return coin()
+
+    assert isinstance(build(), LocalizedPosterior)
+    with pytest.raises(pymc_dp.PrivacyError, match="not a release path"):
+        pymc_dp.make_private(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, path="auto")
+    with pytest.raises(pymc_dp.PrivacyError, match="bounds= and split="):
+        pymc_dp.make_private(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None,
+                             path="localized", bounds={"p": (0.1, 0.9)})
