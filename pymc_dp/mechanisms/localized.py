@@ -152,6 +152,8 @@ class LocalizedPosterior(Mechanism):
         for rv in model.free_RVs:
             _elementwise_transform(model, rv)
         self.locate = PrivateMAP(model, epsilon=self.epsilon_locate, draws=1, bounds=self.wide, ledger=None, **self._kwargs)
+        observed = {f.observed_container for f in self.locate.private_model.factors if f.observed_container}
+        _check_simulable({k: d for k, d in data.items() if k not in observed}, model)
         # checks draws / delta / unit as every release does (stage 2's per-draw share must exist)
         self.epsilon_per_draw = accounting.per_draw_epsilon(self.epsilon_sample, self.delta, self.draws)
         guarantee_sample = accounting.compose(self.epsilon_per_draw, self.draws, self.delta)
@@ -188,7 +190,9 @@ class LocalizedPosterior(Mechanism):
         return self.locate.private_model.dataset_id
 
     def _core_for(self, bounds, draws: int, epsilon: float | None) -> PrivateModel:
-        core = PrivateModel(self._model, epsilon=epsilon, draws=draws, delta=self.delta if epsilon else 0.0,
+        # delta as the release's: with delta > 0 the draws compose by the optimal composition,
+        # under which eps0(B_2) <= eps0_2 gives compose(eps0(B_2)) <= epsilon_2 (monotone)
+        core = PrivateModel(self._model, epsilon=epsilon, draws=draws, delta=self.delta,
                             bounds=bounds, ledger=None, **self._kwargs)
         return core.with_data(self._data_override) if self._data_override is not None else core
 
@@ -202,7 +206,11 @@ class LocalizedPosterior(Mechanism):
     def second_box(self, theta_hat: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """``B_2`` and the facts of its choice, from ``theta_hat`` and public facts only."""
         model = self._model
-        scale = self.public_scale(theta_hat)
+        try:
+            scale = self.public_scale(theta_hat)
+        except Exception as err:  # noqa: BLE001 - any failure of the simulation: the certified first box
+            return {"bounds": dict(self.wide), "c": None, "c_min": None, "beta_2": self.locate_beta_for_sample(),
+                    "scale": None, "fallback": f"public scale unavailable ({type(err).__name__})"}
         beta_1 = self.locate.beta
         k = self.confidence
         c_min = k * math.sqrt(1.0 / beta_1 + 1.0)
@@ -227,16 +235,25 @@ class LocalizedPosterior(Mechanism):
             eps0 = core.certificate.epsilon_per_draw
             return 1.0 if eps0 <= self.epsilon_per_draw else self.epsilon_per_draw / eps0
 
-        chosen, b2 = None, None
+        # the smallest grid width that covers both spreads; failing that, the feasible width that
+        # comes closest (largest c / required); failing that, the first stage's box (certified)
+        chosen, b2, best = None, None, None
         for i in range(GRID_STEPS):
             c = c_min * GRID_RATIO**i
             b = beta_2(c)
-            if b > 0 and c >= k * math.sqrt(1.0 / beta_1 + 1.0 / b):
+            if b <= 0:  # the rules cannot bound this box (e.g. a predictor too large for a float)
+                break
+            required = k * math.sqrt(1.0 / beta_1 + 1.0 / b)
+            if c >= required:
                 chosen, b2 = c, b
                 break
+            if best is None or c / required > best[0]:
+                best = (c / required, c, b)
+        if chosen is None and best is not None:
+            _, chosen, b2 = best
         if chosen is None:
-            chosen = c_min * GRID_RATIO ** (GRID_STEPS - 1)
-            b2 = beta_2(chosen)
+            return {"bounds": dict(self.wide), "c": None, "c_min": c_min, "beta_2": self.locate_beta_for_sample(),
+                    "scale": {k_: v.tolist() for k_, v in scale.items()}}
         while b2 == 1.0 and chosen < 4 * c_min:  # untempered: widen while the budget still allows it
             wider = chosen * GRID_RATIO
             if beta_2(wider) < 1.0:
@@ -244,6 +261,11 @@ class LocalizedPosterior(Mechanism):
             chosen = wider
         return {"bounds": box(chosen), "c": chosen, "c_min": c_min, "beta_2": b2,
                 "scale": {k_: v.tolist() for k_, v in scale.items()}}
+
+    def locate_beta_for_sample(self) -> float:
+        """``beta_2`` on the first stage's box (the fallback of :meth:`second_box`)."""
+        eps0_wide = 2.0 * self.locate.sensitivity
+        return 1.0 if eps0_wide <= self.epsilon_per_draw else self.epsilon_per_draw / eps0_wide
 
     # ------------------------------------------------------------------ release
     def _run(self, *, random_seed, chains, tune, kwargs) -> tuple[xr.Dataset, dict]:
@@ -367,8 +389,7 @@ def simulated_laplace_scale(model: pm.Model, theta_hat: Mapping[str, np.ndarray]
         t = sim.rvs_to_transforms.get(rv)
         x = np.asarray(theta_hat[rv.name], dtype=float)
         point[sim.rvs_to_values[rv].name] = x if t is None else np.asarray(t.forward(x, *rv.owner.inputs).eval())
-    hess = np.asarray(sim.compile_d2logp(jacobian=True)(point), dtype=float)
-    neg = -hess if np.trace(hess) < 0 else hess  # PyMC's d2logp is the Hessian of logp (negative definite)
+    neg = -np.asarray(sim.compile_d2logp(jacobian=True, negate_output=False)(point), dtype=float)
     try:
         cov = np.linalg.inv(neg)
         sd = np.sqrt(np.diag(cov)) if np.all(np.diag(cov) > 0) and np.all(np.linalg.eigvalsh(neg) > 0) else None
@@ -383,6 +404,22 @@ def simulated_laplace_scale(model: pm.Model, theta_hat: Mapping[str, np.ndarray]
         out[rv.name] = sd[i:i + size].reshape(np.shape(theta_hat[rv.name]))
         i += size
     return out
+
+
+def _check_simulable(data: Mapping[str, Domain], model: pm.Model) -> None:
+    """Refuse, before anything is charged, a covariate domain the width rule cannot simulate from."""
+    from pymc_dp.reference import ReferenceUnavailable, simulate_domain
+
+    rng = np.random.default_rng(0)
+    for name, domain in data.items():
+        try:
+            simulate_domain(domain, np.shape(model[name].get_value()), rng)
+        except (ReferenceUnavailable, NotImplementedError, TypeError) as err:
+            raise PrivacyError(
+                f"path 'localized': the domain of {name!r} ({domain}) cannot be simulated from ({err}); the "
+                "second stage's width rule draws a public dataset from the declared domains. Declare a bounded "
+                "domain, or use posterior sampling (path='posterior')."
+            ) from None
 
 
 def _domain_hull(domain: Domain) -> tuple[Any, Any]:

@@ -152,3 +152,28 @@ def test_make_private_and_the_decorator_offer_the_localized_path():
     with pytest.raises(pymc_dp.PrivacyError, match="bounds= and split="):
         pymc_dp.make_private(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None,
                              path="localized", bounds={"p": (0.1, 0.9)})
+
+
+def test_an_unbounded_covariate_domain_is_refused_before_anything_is_charged():
+    """The width rule simulates covariates from their domains: an unbounded one is refused at
+    construction (not after the charge)."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x = pm.Data("x", rng.normal(size=20))
+        y = pm.Data("y", rng.integers(0, 2, 20))
+        w = pm.Normal("w", 0, 1)
+        pm.Bernoulli("obs", logit_p=w * x, observed=y)
+    with pytest.raises(pymc_dp.PrivacyError, match="'x'"):
+        LocalizedPosterior(model, epsilon=4.0, draws=1, data={"x": pymc_dp.Interval(-np.inf, np.inf), "y": pymc_dp.Binary()},
+                           ledger=None)
+
+
+def test_with_delta_and_many_draws_the_second_stage_fits_its_share():
+    """delta > 0: the draws compose optimally; a box with eps0(B_2) <= eps0_2 then fits epsilon_2."""
+    mech = LocalizedPosterior(coin(), epsilon=4.0, draws=50, delta=1e-5, data={"x": pymc_dp.Binary()}, ledger=None)
+    choice = mech.second_box({"p": np.array(0.6)})
+    if choice["beta_2"] >= 1.0:
+        stage = mech._core_for(choice["bounds"], mech.draws, None)
+        assert stage.certificate.epsilon <= mech.epsilon_sample * (1 + 1e-9)
+    idata = mech.sample(random_seed=2)
+    assert idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"] == 50
