@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["FactorCertificate", "Certificate"]
+__all__ = ["FactorCertificate", "Certificate", "mass_text"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,21 @@ class FactorCertificate:
         d["truncation"] = list(self.truncation)
         d["constraints"] = [dict(c) for c in self.constraints]
         return d
+
+
+def mass_text(mass: float, method: str | None = None, digits: int = 4) -> str:
+    """A prior mass as text, ``f"{mass:.4g}"``; a mass below a float's range (0.0 or subnormal)
+    whose ``method`` states its log (``"exact; log of the mass -921.03"``, :mod:`pymc_dp.masses`)
+    from that log (``"1e-400"``): a positive mass is never printed as 0 (FOUND.md #7)."""
+    found = re.search(r"log of the mass (-?[0-9.]+(?:e[+-]?[0-9]+)?)", method or "")
+    if found is None:
+        return f"{float(mass):.{digits}g}"
+    log10 = float(found.group(1)) / math.log(10.0)
+    exponent = math.floor(log10)
+    mantissa = float(f"{10.0 ** (log10 - exponent):.{digits}g}")
+    if mantissa >= 10.0:  # rounded up to the next power of ten
+        mantissa, exponent = mantissa / 10.0, exponent + 1
+    return f"{mantissa:.{digits}g}e{exponent:+04d}"
 
 
 @dataclass(frozen=True)
@@ -150,7 +167,7 @@ class Certificate:
             f"pymc_dp certificate: ({self.epsilon:.6g}, {self.delta:.3g})-DP for {self.draws} "
             f"posterior draw(s), unit={unit}, {self.composition} composition",
             f"  epsilon per draw = {self.epsilon_per_draw:.6g} (= 2 x Delta, Delta = {self.Delta_per_draw:.6g})",
-            f"  prior mass kept  = {self.prior_mass_kept:.4g} ({self.prior_mass_method}); "
+            f"  prior mass kept  = {mass_text(self.prior_mass_kept, self.prior_mass_method)} ({self.prior_mass_method}); "
             + ("truncation given by bounds=" if self.mode == "bounds" else f"{self.split} split of Delta")
             + (
                 f" (an equal split keeps {self.equal_split_prior_mass:.4g})"

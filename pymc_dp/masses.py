@@ -195,14 +195,48 @@ def _interval_logmass_graph(rv):
     log_cdf_lo = pt.switch(bottom, -np.inf, pt.switch(pt.isinf(lo), 0.0, pm.logcdf(rv, finite_lo)))
     below = log_diff_pt(log_cdf_hi, log_cdf_lo)
     try:
-        log_sf_lo = pt.switch(bottom, 0.0, pt.switch(pt.isinf(lo), -np.inf, pm.logccdf(rv, finite_lo)))
-        log_sf_hi = pt.switch(top, -np.inf, pt.switch(pt.isinf(hi), 0.0, pm.logccdf(rv, finite_hi)))
+        log_sf_lo = pt.switch(bottom, 0.0, pt.switch(pt.isinf(lo), -np.inf, _logsf_graph(rv, finite_lo)))
+        log_sf_hi = pt.switch(top, -np.inf, pt.switch(pt.isinf(hi), 0.0, _logsf_graph(rv, finite_hi)))
         above = log_diff_pt(log_sf_lo, log_sf_hi)
         upper = pt.gt(log_cdf_lo, np.log(0.5))
         expr = pt.switch(upper, above, below)
     except Exception:  # no survival function for this family: the CDF form alone
         expr = below
     return lo, hi, expr
+
+
+#: RV Op name -> the index of the centre in its dist_params, for families symmetric about it
+_SYMMETRIC = {"NormalRV": 0, "StudentTRV": 1, "CauchyRV": 0, "LaplaceRV": 0, "LogisticRV": 0}
+
+
+def _logsf_graph(rv, value):
+    """``log P(rv > value)``, accurate far in the upper tail. PyMC 5's ``logccdf`` is
+    ``log(1 - exp(logcdf))`` for every family but the Normal, and a ``logcdf`` that rounds to 0
+    there (Gamma's ``log(gammainc)``: ``noise_sigma >= 11.07`` under ``Gamma(2, 4)``, campaign seed
+    1000192) made a tail of mass ``e^-40`` a mass of 0 (FOUND.md #7). Symmetric families: the CDF
+    at the mirror image; the others by their closed forms; else PyMC's."""
+    import pymc as pm
+
+    name = type(rv.owner.op).__name__
+    params = rv.owner.op.dist_params(rv.owner)
+    if name in _SYMMETRIC:
+        return pm.logcdf(rv, 2 * params[_SYMMETRIC[name]] - value)
+    if name == "GammaRV":  # (shape, scale)
+        return pt.log(pt.gammaincc(params[0], pt.maximum(value, 0.0) / params[1]))
+    if name == "ExponentialRV":  # (scale,)
+        return -pt.maximum(value, 0.0) / params[0]
+    if name == "HalfNormalRV":  # (loc, scale): erfc(t), as log(erfcx(t)) - t^2
+        t = (pt.maximum(value, params[0]) - params[0]) / (params[1] * np.sqrt(2.0))
+        return pt.log(pt.erfcx(t)) - t**2
+    if name == "LogNormalRV":  # (mu, sigma) of log(rv): erfc(t) / 2
+        t = (pt.log(pt.maximum(value, 0.0)) - params[0]) / (params[1] * np.sqrt(2.0))
+        return np.log(0.5) + pt.switch(pt.lt(t, 0.0), pt.log(pt.erfc(t)), pt.log(pt.erfcx(pt.maximum(t, 0.0))) - t**2)
+    if name == "HalfCauchyRV":  # PyMC's (beta,): 1 - (2/pi) atan(z) = (2/pi) atan(1/z)
+        z = pt.maximum(value, 0.0) / params[-1]
+        return np.log(2.0 / np.pi) + pt.log(pt.arctan(1.0 / z))
+    if name == "BetaRV":  # (a, b): P(X > x) = P(Y < 1 - x), Y ~ Beta(b, a)
+        return pt.log(pt.betainc(params[1], params[0], pt.clip(1.0 - value, 0.0, 1.0)))
+    return pm.logccdf(rv, value)
 
 
 def _batched_logcdf_fn(rv, ctx):
@@ -271,14 +305,13 @@ def box_mass_estimate(box: dict, ctx) -> tuple[float, float | None, str]:
 # --------------------------------------------------------------------------- regions
 def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
     """Prior probability of the region (exact for independent root RVs, else Monte Carlo)."""
-    exact = _exact_mass(constraints, ctx)
+    exact = exact_log_mass(constraints, ctx)
     if exact is not None:
-        return exact, "exact"
+        return math.exp(exact), _with_log("exact", exact)
     box = constraints_box(constraints, ctx)
     if box is not None:
         log_mass, rel_se, how = box_mass_estimate(box, ctx)
-        if math.isfinite(log_mass) and log_mass < -700:  # below the smallest float: say how small
-            how = f"{how}; log of the mass {log_mass:.5g}"
+        how = _with_log(how, log_mass)
         if rel_se is None:
             return math.exp(log_mass), how
         return math.exp(log_mass), f"{how}; relative standard error {rel_se:.2g}"
@@ -294,14 +327,22 @@ def prior_mass(constraints, ctx: RegionContext) -> tuple[float, str]:
 
 
 
+#: a log mass below this is stated in the method (``"...; log of the mass -921.03"``): its float
+#: is 0 or subnormal, and a certificate must not state a positive mass as 0 (FOUND.md #7)
+LOG_MASS_STATED_BELOW = -700.0
+
+
+def _with_log(how: str, log_mass: float) -> str:
+    """``how``, with the log of the mass appended when the mass is below :data:`LOG_MASS_STATED_BELOW`
+    (read back by :func:`pymc_dp.certificate.mass_text`)."""
+    if math.isfinite(log_mass) and log_mass < LOG_MASS_STATED_BELOW:
+        return f"{how}; log of the mass {log_mass:.8g}"
+    return how
+
+
 def _exact_mass(constraints, ctx) -> float | None:
-    pieces = _exact_mass_pieces(constraints, ctx)
-    if pieces is None:
-        return None
-    total = 1.0
-    for kind, value in pieces:
-        total *= float(np.prod(value)) if kind == "elements" else value
-    return total
+    log_mass = exact_log_mass(constraints, ctx)
+    return None if log_mass is None else math.exp(log_mass)
 
 
 def exact_log_mass(constraints, ctx) -> float | None:
@@ -309,8 +350,38 @@ def exact_log_mass(constraints, ctx) -> float | None:
     pieces = _exact_mass_pieces(constraints, ctx)
     if pieces is None:
         return None
-    with np.errstate(divide="ignore"):
-        return float(sum(float(np.sum(np.log(value))) if kind == "elements" else math.log(value) if value > 0 else -math.inf for kind, value in pieces))
+    return float(sum(float(np.sum(log_value)) for log_value in pieces))
+
+
+def _log1mexp(x: np.ndarray) -> np.ndarray:
+    """``log(1 - exp(x))`` for ``x <= 0``, accurate for ``x`` near 0 and very negative."""
+    x = np.asarray(x, float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(x > -math.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+
+
+def _log_diff(log_a: np.ndarray, log_b: np.ndarray) -> np.ndarray:
+    """``log(exp(log_a) - exp(log_b))`` (NumPy), ``-inf`` where ``log_a <= log_b``."""
+    log_a, log_b = np.broadcast_arrays(np.asarray(log_a, float), np.asarray(log_b, float))
+    ok = log_a > log_b
+    d = np.where(ok, log_b - np.where(ok, log_a, 0.0), -1.0)  # no -inf - -inf where not ok
+    return np.where(ok, log_a + _log1mexp(d), -np.inf)
+
+
+def _interval_log_mass(rv, var: str, lo, hi, shape, ctx) -> np.ndarray:
+    """``log P(lo <= rv <= hi)`` per element of a root RV (None: that end open): from the CDF
+    below the median and from the survival function above it, so that an interval far in the
+    upper tail (``intercept in [4.34, 5.57]`` under ``N(0, 0.5)``: both CDFs round to 1) keeps
+    its mass (FOUND.md #7: it was stated as exactly 0)."""
+    log_cdf_lo = np.full(shape, -np.inf) if lo is None else _logcdf(rv, var, lo, shape, ctx)
+    log_cdf_hi = np.zeros(shape) if hi is None else _logcdf(rv, var, hi, shape, ctx)
+    below = _log_diff(log_cdf_hi, log_cdf_lo)
+    upper = np.asarray(log_cdf_lo, float) > math.log(0.5)
+    if not np.any(upper):
+        return below
+    log_sf_lo = np.zeros(shape) if lo is None else _logsf(rv, var, lo, shape, ctx, log_cdf_lo)
+    log_sf_hi = np.full(shape, -np.inf) if hi is None else _logsf(rv, var, hi, shape, ctx, log_cdf_hi)
+    return np.where(upper, _log_diff(log_sf_lo, log_sf_hi), below)
 
 
 #: RV Op name -> its SciPy distribution from the Op's dist_params (PyTensor's parametrisations)
@@ -329,9 +400,9 @@ _SCIPY = {
 }
 
 
-def _scipy_logcdf(rv):
-    """``value -> log CDF`` from SciPy for a root RV of a common family with constant parameters
-    (no PyTensor function to compile), else None."""
+def _scipy_dist(rv):
+    """SciPy's frozen distribution of a root RV of a common family with constant parameters (its
+    log CDF and log survival function: no PyTensor function to compile), else None."""
     make = _SCIPY.get(type(rv.owner.op).__name__)
     params = constant_params(rv) if make is not None else None
     if params is None:
@@ -340,7 +411,7 @@ def _scipy_logcdf(rv):
         dist = make(*params)
     except Exception:  # pragma: no cover - a parametrisation SciPy refuses: use PyMC's
         return None
-    return lambda value: np.asarray(dist.logcdf(value), dtype=float)
+    return dist
 
 
 def _logcdf(rv, name: str, value: float, shape, ctx) -> np.ndarray:
@@ -350,9 +421,9 @@ def _logcdf(rv, name: str, value: float, shape, ctx) -> np.ndarray:
     and without a cache, so that the two agree bit for bit): nothing to compile."""
     import pymc as pm
 
-    direct = ctx.cached(("scipy_logcdf", name), lambda: _scipy_logcdf(rv))
+    direct = ctx.cached(("scipy_dist", name), lambda: _scipy_dist(rv))
     if direct is not None:
-        return np.broadcast_to(direct(np.full(shape, value)), shape)
+        return np.broadcast_to(np.asarray(direct.logcdf(np.full(shape, value)), float), shape)
     if not ctx.cache:
         return pm.logcdf(rv, np.full(shape, value)).eval()
 
@@ -364,9 +435,27 @@ def _logcdf(rv, name: str, value: float, shape, ctx) -> np.ndarray:
     return fn(np.full(shape, value))
 
 
+def _logsf(rv, name: str, value: float, shape, ctx, log_cdf: np.ndarray) -> np.ndarray:
+    """``log P(rv > value)`` per element: SciPy's ``logsf`` for the families :func:`_logcdf` takes
+    from SciPy, else :func:`_logsf_graph` (compiled once per RV), else ``log(1 - CDF)`` from
+    ``log_cdf`` (the values of :func:`_logcdf` at ``value``)."""
+    direct = ctx.cached(("scipy_dist", name), lambda: _scipy_dist(rv))
+    if direct is not None:
+        return np.broadcast_to(np.asarray(direct.logsf(np.full(shape, value)), float), shape)
+
+    def build():
+        v = rv.type()
+        return pytensor.function([v], _logsf_graph(rv, v), mode=EVAL_MODE)
+
+    try:
+        return np.broadcast_to(np.asarray(ctx.cached(("logccdf", name), build)(np.full(shape, value)), float), shape)
+    except Exception:  # no survival function for this family: 1 - CDF
+        return _log1mexp(log_cdf)
+
+
 def _exact_mass_pieces(constraints, ctx) -> list | None:
-    """Per free RV, its prior mass in the region: ``("elements", array)`` of independent
-    elementwise interval masses, or ``("scalar", mass)``; None when not exact."""
+    """Per free RV, the log of its prior mass in the region: an array of the independent
+    elements' interval log masses, or one log mass; None when not exact."""
     by_var: dict[str, list] = {}
     for c in constraints:
         if isinstance(c, PotentialConstraint):
@@ -383,12 +472,9 @@ def _exact_mass_pieces(constraints, ctx) -> list | None:
             if rv.owner.op.ndim_supp != 0:
                 return None
             try:
-                shape = ctx.shapes[var]
-                cdf_hi = np.ones(shape) if hi is None else np.exp(_logcdf(rv, var, hi, shape, ctx))
-                cdf_lo = np.zeros(shape) if lo is None else np.exp(_logcdf(rv, var, lo, shape, ctx))
+                pieces.append(np.minimum(_interval_log_mass(rv, var, lo, hi, ctx.shapes[var], ctx), 0.0))
             except Exception:
                 return None
-            pieces.append(("elements", np.clip(cdf_hi - cdf_lo, 0.0, 1.0)))
         elif len(cons) == 1 and isinstance(cons[0], NormBallConstraint) and cons[0].weights is None:
             op_name = type(rv.owner.op).__name__
             if op_name != "NormalRV":
@@ -400,7 +486,7 @@ def _exact_mass_pieces(constraints, ctx) -> list | None:
             if np.any(mu != 0) or np.ptp(np.broadcast_to(sigma, ctx.shapes[var])) > 0:
                 return None
             s = float(np.broadcast_to(sigma, ctx.shapes[var]).reshape(-1)[0])
-            pieces.append(("scalar", float(stats.chi2.cdf((cons[0].radius / s) ** 2, d))))
+            pieces.append(float(stats.chi2.logcdf((cons[0].radius / s) ** 2, d)))
         else:
             return None
     return pieces

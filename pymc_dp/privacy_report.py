@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from pymc_dp.certificate import mass_text
 from pymc_dp.report_layout import render_html, render_markdown, render_text, sections
 
 __all__ = [
@@ -510,7 +511,7 @@ def _content(
     if mass < SMALL_PRIOR_MASS:
         warnings_.append({
             "kind": "prior_mass",
-            "text": f"the truncation keeps only {mass:.3g} of the prior mass: the truncated prior, not the "
+            "text": f"the truncation keeps only {mass_text(mass, cert.get('prior_mass_method'), 3)} of the prior mass: the truncated prior, not the "
             "data, dominates the posterior (JMLR Thm 17's term 1 - xi(Theta_L) is about 1). "
             "Raise epsilon, lower draws, or compare split='equal'.",
         })

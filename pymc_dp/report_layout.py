@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 
+from pymc_dp.certificate import mass_text
+
 __all__ = ["render_html", "render_markdown", "render_text", "sections"]
 
 
@@ -258,7 +260,7 @@ def sections(c: dict) -> list[dict]:
         ("Delta lifted from the factors' L_j",
          f"{_f(sp['lifted_Delta'], 6)} (must be <= "
          + (f"Delta = {_f(b['Delta'], 6)})" if mech is None else f"Delta_u = {_f(sp['truncation_Delta'], 6)})")),
-        ("prior mass kept xi(Theta_L)", f"{_f(sp['prior_mass_kept'])} ({sp['prior_mass_method']})"),
+        ("prior mass kept xi(Theta_L)", f"{mass_text(sp['prior_mass_kept'], sp['prior_mass_method'])} ({sp['prior_mass_method']})"),
         ("prior mass an equal split keeps", _f(sp["equal_split_prior_mass"])),
     ]
     out.append(
@@ -331,7 +333,7 @@ def sections(c: dict) -> list[dict]:
          ut["reference"],
          (f"With {pct} confidence, an answer chosen from the N draws is within this of the best answer under the "
          "private posterior (utilities in [0, 1], one query).")],
-        ["utility: truncation term", _f(pm_["value"]), pm_["formula"] + f", xi(Theta_L) = {_f(pm_['prior_mass_kept'])}",
+        ["utility: truncation term", _f(pm_["value"]), pm_["formula"] + f", xi(Theta_L) = {mass_text(pm_['prior_mass_kept'], sp['prior_mass_method'])}",
          pm_["reference"],
          ("Prior mass the truncation removed: the order of the utility lost against the unprivatised prior "
          "(the paper gives no constant).")],

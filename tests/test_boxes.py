@@ -321,3 +321,88 @@ def test_interval_mass_at_infinite_ends_is_the_tails(lo, hi):
     got = float(expr.eval({a: np.float64(lo), b: np.float64(hi)}))
     dist = stats.t(3, 0.0, 0.5)
     assert got == pytest.approx(np.log(dist.cdf(hi) - dist.cdf(lo)), rel=1e-9, abs=1e-12)
+
+
+def _tail_context(**rvs):
+    from pymc_dp.region_context import RegionContext
+    from pymc_dp.truncate import prior_draws
+
+    with pm.Model() as model:
+        for name, make in rvs.items():
+            make(name)
+    return RegionContext(model, {}, prior_draws(model, 50, 0))
+
+
+def test_exact_mass_of_an_upper_tail_interval_is_positive():
+    """FOUND.md #7 (campaign seed 1000118): ``intercept in [4.34, 5.57]`` under ``N(0, 0.5)`` (8.7 to
+    11 sigma) was stated as ``prior mass kept 0.0 (exact)``: the exact path took ``CDF(hi) - CDF(lo)``
+    and both CDFs round to 1. Above the median the mass is taken from the survival function."""
+    from scipy import stats
+
+    from pymc_dp.masses import exact_log_mass, prior_mass
+    from pymc_dp.truncate import IntervalConstraint
+
+    ctx = _tail_context(intercept=lambda n: pm.Normal(n, 0, 0.5), w=lambda n: pm.Normal(n, 0, 1, shape=20),
+                        g=lambda n: pm.Logistic(n, 0.0, 0.5))  # Logistic: PyMC's logcdf / logccdf, not SciPy's
+    want = {"intercept": np.log(stats.norm(0, 0.5).sf(4.33846) - stats.norm(0, 0.5).sf(5.56508)),
+            "w": 20 * np.log(stats.norm.sf(3.0) - stats.norm.sf(4.0)),
+            "g": np.log(stats.logistic(0, 0.5).sf(20.0) - stats.logistic(0, 0.5).sf(21.0))}
+    bounds = {"intercept": (4.33846, 5.56508), "w": (3.0, 4.0), "g": (20.0, 21.0)}
+    for name, (lo, hi) in bounds.items():
+        cons = [IntervalConstraint(name, lo, hi)]
+        assert exact_log_mass(cons, ctx) == pytest.approx(want[name], rel=1e-9)
+        mass, how = prior_mass(cons, ctx)
+        assert how == "exact" and mass == pytest.approx(np.exp(want[name]), rel=1e-8) and mass > 0
+        # the mirror image in the lower tail, and an interval open above
+        cons = [IntervalConstraint(name, -hi, -lo)]
+        assert exact_log_mass(cons, ctx) == pytest.approx(want[name], rel=1e-9)
+    open_above = exact_log_mass([IntervalConstraint("intercept", 5.0, None)], ctx)
+    assert open_above == pytest.approx(stats.norm(0, 0.5).logsf(5.0), rel=1e-12)
+
+
+def test_a_mass_below_the_floats_is_stated_by_its_log():
+    """A positive mass under ``exp(-745)`` is 0.0 as a float: the method states its log and the
+    certificate's text prints it from the log, never as 0 (FOUND.md #7)."""
+    from scipy import stats
+
+    from pymc_dp.certificate import mass_text
+    from pymc_dp.masses import prior_mass
+    from pymc_dp.truncate import IntervalConstraint
+
+    ctx = _tail_context(w=lambda n: pm.Normal(n, 0, 1, shape=20))
+    mass, how = prior_mass([IntervalConstraint("w", 10.0, 11.0)], ctx)
+    log_mass = 20 * np.log(stats.norm.sf(10.0) - stats.norm.sf(11.0))  # about -1064
+    assert mass == 0.0 and how.startswith("exact; log of the mass ")
+    assert float(how.rsplit(" ", 1)[1]) == pytest.approx(log_mass, rel=1e-5)
+    text = mass_text(mass, how)
+    assert text != "0" and float(text) == 0.0  # a number below the floats: '1.23e-462'
+    mantissa, exponent = text.split("e")
+    assert int(exponent) == int(np.floor(log_mass / np.log(10))) and 1.0 <= float(mantissa) < 10.0
+    assert mass_text(0.25, "exact") == "0.25" and mass_text(0.0, "exact") == "0"
+
+
+@pytest.mark.parametrize("family", ["gamma", "exponential", "halfnormal", "lognormal", "halfcauchy", "beta", "studentt", "laplace"])
+def test_box_mass_of_a_far_upper_tail_is_positive(family):
+    """FOUND.md #7 (campaign seed 1000192): ``noise_sigma >= 11.07`` under ``Gamma(2, 4)`` (mass e^-40)
+    had a box mass of 0: PyMC 5's logccdf is ``log(1 - exp(logcdf))`` for every family but the
+    Normal, and Gamma's logcdf rounds to 0 there. The box path takes the tail from closed forms."""
+    from scipy import stats
+
+    from pymc_dp.masses import _interval_logmass_graph
+
+    rv, dist, lo, hi = {
+        "gamma": (lambda: pm.Gamma("x", 2, 4), stats.gamma(2, scale=0.25), 11.0726, np.inf),
+        "exponential": (lambda: pm.Exponential("x", 2.0), stats.expon(scale=0.5), 30.0, 31.0),
+        "halfnormal": (lambda: pm.HalfNormal("x", 1.5), stats.halfnorm(0, 1.5), 15.0, np.inf),
+        "lognormal": (lambda: pm.LogNormal("x", 0.3, 0.7), stats.lognorm(s=0.7, scale=np.exp(0.3)), 1e4, 2e4),
+        "halfcauchy": (lambda: pm.HalfCauchy("x", 2.0), stats.halfcauchy(0, 2.0), 1e17, np.inf),
+        "beta": (lambda: pm.Beta("x", 2.0, 3.0), stats.beta(2, 3), 0.9999999, 1.0),
+        "studentt": (lambda: pm.StudentT("x", nu=3, mu=1.0, sigma=0.5), stats.t(3, 1.0, 0.5), 1e3, 2e3),
+        "laplace": (lambda: pm.Laplace("x", 1.0, 0.5), stats.laplace(1.0, 0.5), 30.0, 40.0),
+    }[family]
+    with pm.Model():
+        x = rv()
+    a, b, expr = _interval_logmass_graph(x)
+    got = float(expr.eval({a: np.float64(lo), b: np.float64(hi)}))
+    want = float(dist.logsf(lo)) + float(np.log1p(-np.exp(dist.logsf(hi) - dist.logsf(lo))))
+    assert np.isfinite(got) and got == pytest.approx(want, rel=1e-8)
