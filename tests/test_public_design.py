@@ -160,3 +160,39 @@ def test_scale_mixture_prior_on_a_public_design(d):
     lo = np.minimum(ranges[0][0], ranges[1][0])
     hi = np.maximum(ranges[0][1], ranges[1][1])
     _check_bernoulli(cert, lo, hi)
+
+
+@pytest.mark.parametrize("family", ["poisson", "bernoulli"])
+def test_bounds_on_a_public_design_are_charged_by_their_width_not_their_place(family):
+    """A count or binary GLM on a public design, private outcome, under ``bounds=``: one record's
+    change is ``g = eta_i(theta) (y - y')``, so the exact per-draw loss over the box is
+    ``span(y) x max_i (width of eta_i over the box)`` (the oscillation; eta is linear in the box,
+    its range exact). The certificate states that, up to rounding, and not the place-dependent
+    ``2 L`` (which grows with the box's distance from 0)."""
+    rng = np.random.default_rng(3)
+    n, k = 40, 3
+    X = rng.uniform(-1, 1, size=(n, k))
+    with pm.Model() as model:
+        Xd = pm.Data("X", X)
+        if family == "poisson":
+            yd = pm.Data("y", rng.integers(0, 10, n))
+        else:
+            yd = pm.Data("y", rng.integers(0, 2, n))
+        b = pm.Normal("b", 0, 1)
+        w = pm.Normal("w", 0, 1, shape=k)
+        eta = b + pt.dot(Xd, w)
+        if family == "poisson":
+            pm.Poisson("obs", mu=pm.math.exp(eta), observed=yd)
+        else:
+            pm.Bernoulli("obs", logit_p=eta, observed=yd)
+    span = 9.0 if family == "poisson" else 1.0
+    domain = pymc_dp.Integers(0, 9) if family == "poisson" else pymc_dp.Binary()
+    for centre in (0.0, 1.5):
+        bounds = {"b": (centre - 0.1, centre + 0.1), "w": (centre - 0.05, centre + 0.05)}
+        cert = pymc_dp.make_private(model, draws=1, bounds=bounds, data={"y": domain}, public=["X"],
+                                    ledger=None).certificate
+        exact = span * float(np.max(0.2 + np.abs(X).sum(axis=1) * 0.1))
+        if centre:  # at 0 the Bernoulli's 2 L equals the oscillation (a symmetric logit window)
+            assert cert.factors[0].bound == "oscillation"
+        assert cert.epsilon_per_draw >= exact * (1 - 1e-9)
+        assert cert.epsilon_per_draw == pytest.approx(exact, rel=1e-6)

@@ -364,3 +364,43 @@ def _normal_region_half_oscillation(op, domain, params):
     o_lo, o_hi, half = region_location(mu, "Normal", "mu")
     s_lo, s_hi = region_span(sigma, "Normal", "sigma")
     return 0.5 * normal_predictor_oscillation(a, b, o_lo - half, o_hi + half, s_lo, s_hi > s_lo)
+
+
+def _span_half_oscillation(op, domain, params):
+    """Half the oscillation of a factor whose parameters all read no private data (Spans over the
+    region) and of which at most one varies: ``span_D(T) (eta_hi - eta_lo) / 2`` per element.
+
+    Why (module docstring). The record changes the observed element only, so the fixed parameters
+    are the same on both sides and ``g(theta) = eta(theta) (T(x) - T(x'))``: over a region where the
+    one varying parameter ranges over ``[lo, hi]`` (the Span, a sound hull of its values over the
+    box, from the interval evaluator), ``eta`` ranges over ``eta_range(lo, hi)`` by its
+    monotonicity, and the supremum over element pairs of the oscillation is
+    :func:`oscillation`. Several varying parameters (a Gamma's shape and rate both free), a
+    parameter that reads the record (a Window), or no closed form: None, the family's constant
+    stands. No varying parameter: ``g`` is constant over the region, oscillation 0.
+    """
+    from pymc_dp.rules.region import Span
+
+    if not all(isinstance(p, Span) for p in params):
+        return None
+    spans = [region_span(p, "oscillation", str(i)) for i, p in enumerate(params)]
+    varying = [i for i, (lo, hi) in enumerate(spans) if not np.array_equal(lo, hi)]
+    if not varying:
+        return np.zeros(np.broadcast_shapes(*(np.shape(lo) for lo, _ in spans)))
+    if len(varying) != 1:
+        return None
+    (free,) = varying
+    fixed = tuple(None if j == free else lo for j, (lo, _) in enumerate(spans))
+    try:
+        natural = natural_parameter(op, domain, fixed, free)
+    except Exception:  # noqa: BLE001 - a domain the family refuses: its constant's rule says why
+        return None
+    if natural is None:
+        return None
+    lo, hi = spans[free]
+    return 0.5 * oscillation(natural, lo, hi)
+
+
+for _op in (BernoulliRV, BinomialRV, PoissonRV, GeometricRV, ExponentialRV, GammaRV, LogNormalRV, BetaRV,
+            LaplaceRV, StudentTRV, CauchyRV):
+    region_half_oscillation.register(_op)(_span_half_oscillation)

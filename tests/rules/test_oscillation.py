@@ -168,9 +168,56 @@ def test_the_normal_predictor_oscillation_bounds_a_regression_and_is_attained(sc
     assert best >= 0.999 * claimed
 
 
-def test_only_the_normal_registers_a_region_oscillation():
-    """The box solver asks this before it searches with the oscillation: a Normal (a linear
-    predictor's family) has one; a family without a region rule for it does not."""
+def test_which_families_register_a_region_oscillation():
+    """The box solver asks this before it searches with the oscillation: the Normal (its own
+    rule, windows included) and every family with a closed-form natural parameter (over Spans);
+    a family without one does not."""
     assert has_region_oscillation(pm.Normal.dist(0, 1).owner.op)
-    assert not has_region_oscillation(pm.Poisson.dist(1).owner.op)
-    assert not has_region_oscillation(pm.StudentT.dist(nu=3, mu=0, sigma=1).owner.op)
+    assert has_region_oscillation(pm.Poisson.dist(1).owner.op)
+    assert has_region_oscillation(pm.StudentT.dist(nu=3, mu=0, sigma=1).owner.op)
+    assert not has_region_oscillation(pm.NegativeBinomial.dist(mu=1.0, alpha=2.0).owner.op)
+
+
+@pytest.mark.parametrize("label", [k for k in CASES if not k.startswith("Normal")])
+def test_region_half_oscillation_of_a_span_is_half_the_brute_force(label):
+    """Over a region where the one varying parameter is a Span (it reads no private data, e.g. a
+    GLM mean over a *public* design) the factor's half oscillation stands in for its constant in
+    the box search and ``bounds=``: twice it equals the brute-force oscillation (sound and tight),
+    element by element."""
+    from pymc_dp.rules.oscillation import region_half_oscillation
+    from pymc_dp.rules.region import Span
+
+    dist_of, domain, free, fixed, interval, extra = CASES[label]
+    op = dist_of(np.float64(np.mean(interval))).owner.op
+    params = tuple(Span(np.asarray(interval[0]), np.asarray(interval[1])) if j == free
+                   else Span(np.asarray(float(v)), np.asarray(float(v))) for j, v in enumerate(fixed))
+    half = region_half_oscillation(op, domain, params)
+    assert half is not None
+    brute = _brute(dist_of, domain, interval, extra)
+    assert 2 * float(half) >= brute * (1 - 1e-9)
+    assert 2 * float(half) == pytest.approx(brute, rel=1e-6)
+    # elementwise: two elements with different spans, each its own oscillation
+    lo, hi = interval
+    mid = lo + 0.5 * (hi - lo)
+    vector = tuple(Span(np.array([lo, mid]), np.array([mid, hi])) if j == free
+                   else Span(np.full(2, float(v)), np.full(2, float(v))) for j, v in enumerate(fixed))
+    per_element = region_half_oscillation(op, domain, vector)
+    assert per_element.shape == (2,)
+    assert 2 * per_element[0] == pytest.approx(_brute(dist_of, domain, (lo, mid), extra), rel=1e-6)
+    assert 2 * per_element[1] == pytest.approx(_brute(dist_of, domain, (mid, hi), extra), rel=1e-6)
+
+
+def test_region_half_oscillation_of_spans_refuses_what_it_cannot_bound():
+    """Two varying parameters, or a parameter that reads the record (a Window): None (the
+    constant stands). No varying parameter: the change is the same at every point, oscillation 0."""
+    from pymc_dp.rules.oscillation import region_half_oscillation
+    from pymc_dp.rules.region import Span, Window
+
+    gamma = pm.Gamma.dist(alpha=2.0, beta=1.0).owner.op
+    both = (Span(np.asarray(1.0), np.asarray(2.0)), Span(np.asarray(0.5), np.asarray(1.0)))
+    assert region_half_oscillation(gamma, Interval(0.2, 6.0), both) is None
+    poisson = pm.Poisson.dist(mu=1.0).owner.op
+    window = (Window(np.asarray(0.0), np.asarray(1.0), np.asarray(0.5), "log"),)
+    assert region_half_oscillation(poisson, Integers(0, 10), window) is None
+    point = (Span(np.full(3, 2.0), np.full(3, 2.0)),)
+    np.testing.assert_array_equal(region_half_oscillation(poisson, Integers(0, 10), point), np.zeros(3))
