@@ -349,6 +349,7 @@ class _Certifier:
                 "lower draws, or give only epsilon and let pymc_dp choose the truncation."
             )
         constraints = [c for r in regions.values() for c in r.constraints]
+        check_regions_have_width(constraints, ctx)
         self._constraints = tuple(constraints)
 
         # the Lipschitz graphs are needed only by indicator potentials (the fallback solver)
@@ -585,6 +586,34 @@ def _feasible_cap(factor, ctx, available: float) -> int | None:
     finally:
         ctx.domains[factor.observed_container] = saved
     return best
+
+
+def check_regions_have_width(constraints, ctx) -> None:
+    """Refuse a region that leaves a continuous parameter a single point (or nothing) in some
+    element: its truncated prior has no mass, so there is no posterior to draw from (fuzz
+    campaign seeds 1000137, 1000271: ``intercept in [42.3134, 42.3134]``, stated with prior mass 0)."""
+    from pymc_dp.constraints import box_of
+
+    for c in constraints:
+        var = getattr(c, "var", None)
+        if var is None or var not in ctx.free or str(ctx.free[var].dtype).startswith(("int", "uint", "bool")):
+            continue
+        support = ctx.support(var)
+        if math.isnan(support[0]):  # an ordered vector: its elements are real
+            support = (-math.inf, math.inf)
+        box = box_of(c, ctx.shapes.get(var, ()), support)
+        if box is None:
+            continue
+        lo, hi = np.broadcast_arrays(np.asarray(box[0], float), np.asarray(box[1], float))
+        if not np.all(lo < hi):  # NaN fails closed
+            bad = np.argwhere(~(lo < hi))
+            where = "" if lo.ndim == 0 else f" (element {tuple(int(i) for i in bad[0])})"
+            raise BudgetExceededError(
+                f"the truncation leaves the continuous parameter {var!r} the single point or empty interval "
+                f"[{float(lo[tuple(bad[0])]):.6g}, {float(hi[tuple(bad[0])]):.6g}]{where}: its prior keeps no mass "
+                "there, so there is no posterior to draw from. Raise epsilon, lower draws, or give wider explicit "
+                "bounds=."
+            )
 
 
 def _oscillation_note(factor) -> str:

@@ -93,3 +93,34 @@ def test_check_claims_refuses_shares_above_the_budget(share):
     with pytest.raises(pymc_dp.PrivacyError, match="internal check failed"):
         check_claims({"obs": region}, {"obs": share}, {"obs": ("y",)}, "record", 1.0)
     check_claims({"obs": region}, {"obs": 0.5}, {"obs": ("y",)}, "record", 1.0)  # 2 x 0.5 fits 1
+
+
+def test_a_region_that_leaves_a_parameter_one_point_is_refused():
+    """FOUND.md #7 (campaign seeds 1000137, 1000271): the budget search left a continuous
+    parameter a region of width 0, certified with prior mass 0; there is no posterior on it to
+    draw from. (``bounds=`` refuses such bounds already; the solvers' regions are checked here.)"""
+    import types
+
+    import pytensor.tensor as pt
+
+    from pymc_dp.certification import check_regions_have_width
+    from pymc_dp.constraints import IntervalConstraint
+
+    ctx = types.SimpleNamespace(free={"w": pt.dvector("w"), "k": pt.lvector("k")}, shapes={"w": (2,), "k": (2,)},
+                                support=lambda name: (-np.inf, np.inf))
+    check_regions_have_width([IntervalConstraint("w", np.array([-1.0, 0.4]), np.array([1.0, 0.5]))], ctx)
+    check_regions_have_width([IntervalConstraint("k", np.array([1.0, 2.0]), np.array([1.0, 2.0]))], ctx)  # discrete
+    with pytest.raises(pymc_dp.BudgetExceededError, match=r"'w' the single point .* \(element \(1,\)\)"):
+        check_regions_have_width([IntervalConstraint("w", np.array([-1.0, 0.5]), np.array([1.0, 0.5]))], ctx)
+
+
+def test_campaign_seed_1000271_is_refused_not_certified_with_no_mass():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.fuzz.grammar import generate
+
+    generated = generate(1000271, "campaign")
+    with pytest.raises(pymc_dp.BudgetExceededError, match="'alpha_mu' the single point"):
+        pymc_dp.certify(generated.model, **generated.certify_kwargs())
