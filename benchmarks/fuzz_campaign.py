@@ -11,6 +11,15 @@ arguments skips the seeds already there (resumable). Every ``--every`` models, a
 the counts are rewritten to ``<out>`` (markdown) and ``<out>.json``: generated / certified /
 refused by reason / refuted / crashed / timed out, per family, and every model that broke the
 contract (seed, recipe, message). At most 2 worker processes (the machine is shared).
+
+``--mode bounds`` certifies every model with ``epsilon=None`` and the public box
+``tests.fuzz.grammar.region_bounds(generated)`` (``run_one(..., mode="bounds")``: the oscillation
+rules and the box path that only bounds mode reaches); give it its own ``--out``, e.g.
+
+    nice -n 10 python benchmarks/fuzz_campaign.py --models 2000 --seed 1000000 --mode bounds \\
+        --out benchmarks/results/fuzz_campaign_bounds.md
+
+The default (``--mode budget``) is the campaign as before: same command, same files.
 """
 
 from __future__ import annotations
@@ -27,14 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.fuzz.harness import DEFAULT_TIMEOUT_S, STATUSES, run_one  # noqa: E402
+from tests.fuzz.harness import DEFAULT_TIMEOUT_S, MODES, STATUSES, run_one  # noqa: E402
 
 MAX_WORKERS = 2
 
 
-def _work(task: tuple[int, str, float]) -> dict:
-    seed, profile, timeout_s = task
-    return run_one(seed, profile=profile, timeout_s=timeout_s).to_dict()
+def _work(task: tuple[int, str, float, str]) -> dict:
+    seed, profile, timeout_s, mode = task
+    return run_one(seed, profile=profile, timeout_s=timeout_s, mode=mode).to_dict()
 
 
 def load_done(jsonl: Path) -> dict[int, dict]:
@@ -152,6 +161,8 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=MAX_WORKERS)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model")
     parser.add_argument("--profile", default="campaign", choices=("campaign", "ci"))
+    parser.add_argument("--mode", default="budget", choices=MODES,
+                        help="budget: certify at the drawn epsilon; bounds: epsilon=None and bounds=region_bounds(model)")
     parser.add_argument("--every", type=int, default=25, help="rewrite the report every this many models")
     parser.add_argument("--retry", nargs="*", default=(), choices=STATUSES,
                         help="run again the seeds whose stored status is one of these (e.g. crashed after a fix landed)")
@@ -159,10 +170,15 @@ def main(argv=None) -> int:
     workers = max(1, min(args.workers, MAX_WORKERS))
     command = " ".join(["python benchmarks/fuzz_campaign.py", f"--models {args.models}", f"--seed {args.seed}",
                         f"--out {args.out.relative_to(ROOT) if args.out.is_absolute() and args.out.is_relative_to(ROOT) else args.out}",
-                        f"--timeout {args.timeout:g}", f"--profile {args.profile}"])
+                        f"--timeout {args.timeout:g}", f"--profile {args.profile}"]
+                       + ([f"--mode {args.mode}"] if args.mode != "budget" else []))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     jsonl = args.out.with_suffix(".jsonl")
-    done = {seed: row for seed, row in load_done(jsonl).items() if row["status"] not in args.retry}
+    stored = load_done(jsonl)
+    other = sorted({row.get("mode", "budget") for row in stored.values()} - {args.mode})
+    if other:  # rows without "mode" predate it: budget mode
+        parser.error(f"{jsonl} holds results of mode {other}, not {args.mode!r}: give this mode its own --out")
+    done = {seed: row for seed, row in stored.items() if row["status"] not in args.retry}
     seeds = range(args.seed, args.seed + args.models)
     pending = [s for s in seeds if s not in done]
     start = time.perf_counter()
@@ -176,7 +192,7 @@ def main(argv=None) -> int:
     if args.retry:  # the file keeps one row per seed: drop the rows that run again
         jsonl.write_text("".join(json.dumps(row) + "\n" for row in done.values()))
     with jsonl.open("a") as sink, mp.get_context("spawn").Pool(workers, maxtasksperchild=40) as pool:
-        tasks = [(s, args.profile, args.timeout) for s in pending]
+        tasks = [(s, args.profile, args.timeout, args.mode) for s in pending]
         for i, row in enumerate(pool.imap_unordered(_work, tasks), 1):
             done[int(row["seed"])] = row
             sink.write(json.dumps(row) + "\n")

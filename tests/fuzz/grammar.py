@@ -22,6 +22,12 @@
 
 Rows are few (20 to 60) and shapes small, so that one certification takes about a second. Each
 :class:`GeneratedModel` carries its recipe: the model written out in one line per choice.
+
+The model is certified at its drawn budget (``certify_kwargs()``, budget mode) or, in the
+harness's bounds mode, with ``epsilon=None`` and ``bounds=region_bounds(generated)``: a public box
+around one prior draw of the free RVs the likelihood reads, drawn from a generator of its own
+(``default_rng([seed, REGION_SEED])``), so that ``generate(seed, profile)`` is the same model in
+both modes and as before bounds mode existed.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any, Callable
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pytensor.graph import ancestors
 
 import pymc_dp
 
@@ -760,6 +767,62 @@ def _weighted_key(rng: np.random.Generator, weights: dict[str, float]) -> str:
     keys = list(weights)
     p = np.array([weights[k] for k in keys], dtype=float)
     return keys[int(rng.choice(len(keys), p=p / p.sum()))]
+
+
+#: the value transforms that map a box to a box element by element (as ``pymc_dp/mechanisms/localized.py``
+#: accepts them); an RV with another one (simplex, ordered, Cholesky, ...) gets no box from :func:`region_bounds`
+ELEMENTWISE_TRANSFORMS = ("LogTransform", "IntervalTransform", "Interval", "LogOddsTransform", "LogExpM1")
+#: the second part of the seed of :func:`region_bounds`'s own generator (the model's is never touched)
+REGION_SEED = 20261128
+#: prior draws per RV from which :func:`region_bounds` takes its centre and its spread
+REGION_DRAWS = 200
+
+
+def region_bounds(generated: GeneratedModel, *, widths=(0.01, 0.1, 0.5)) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """A public box around one prior draw, for ``pymc_dp.certify(..., epsilon=None, bounds=...)``.
+
+    Per continuous free RV of ``generated.model`` that the likelihood reads directly (itself or
+    through Deterministics, not only through another RV's prior: ``certify`` refuses a box on a
+    hyperparameter, whose truncation changes no epsilon) and whose value transform maps elements
+    one by one (:data:`ELEMENTWISE_TRANSFORMS`, or none): :data:`REGION_DRAWS` joint prior draws, a
+    centre ``c`` = one of them (the same joint draw for every RV) and a half-width ``w`` = (one of
+    ``widths``, drawn per RV) x the elementwise sd of the draws, both in the RV's *unconstrained*
+    space (``model.rvs_to_transforms``); the box is ``[backward(u - w), backward(u + w)]`` (ends
+    sorted elementwise) with ``u = forward(c)``, the pattern of ``LocalizedPosterior.second_box``
+    (``pymc_dp/mechanisms/localized.py``). Discrete RVs, hyperparameters and RVs with another
+    transform (simplex, ordered, Cholesky) are left out of the dict: ``certify`` bounds what the
+    likelihood reads of them by their support, or refuses, naming them.
+
+    Everything is drawn from a generator of its own, ``np.random.default_rng([seed, REGION_SEED])``:
+    ``generate(seed, profile)`` builds the same model and recipe whether or not this ran, and the
+    same ``generated`` always gets the same box. Nothing here reads a private container.
+    """
+    model = generated.model
+    rng = np.random.default_rng([abs(int(generated.seed)), REGION_SEED])  # abs: a hand-built model's seed -1
+    free = list(model.free_RVs)
+    read = set(ancestors([model[LIKELIHOOD]], blockers=free)) - {model[LIKELIHOOD]}
+    rvs = [rv for rv in free
+           if rv in read and not rv.type.dtype.startswith(("int", "uint", "bool"))
+           and (model.rvs_to_transforms.get(rv) is None
+                or type(model.rvs_to_transforms[rv]).__name__ in ELEMENTWISE_TRANSFORMS)]
+    if not rvs:
+        return {}
+    draws = pm.draw(rvs, draws=REGION_DRAWS, random_seed=int(rng.integers(2**31)))
+    pick = int(rng.integers(REGION_DRAWS))  # one joint prior draw: a hierarchy's box is around a coherent point
+    box: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for rv, values in zip(rvs, draws):
+        transform = model.rvs_to_transforms.get(rv)
+        x = np.asarray(values, dtype=float)
+        u = x if transform is None else np.asarray(transform.forward(x, *rv.owner.inputs).eval(), dtype=float)
+        u = np.broadcast_to(u, x.shape)
+        centre = u[pick]
+        half = float(widths[int(rng.integers(len(widths)))]) * np.std(u, axis=0)
+        ends = [centre - half, centre + half]
+        if transform is not None:
+            ends = [np.asarray(transform.backward(e, *rv.owner.inputs).eval(), dtype=float) for e in ends]
+        lo, hi = np.minimum(*ends), np.maximum(*ends)
+        box[rv.name] = (np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
+    return box
 
 
 def generate(seed: int, profile: str = "campaign") -> GeneratedModel:

@@ -1,7 +1,18 @@
 """Certify a generated model, check what came out, and classify it.
 
-:func:`run_one` certifies ``generate(seed)`` at the epsilon and draws its seed drew and returns a
-:class:`FuzzResult` whose ``status`` is one of
+:func:`run_one` certifies ``generate(seed)`` in one of two modes (:data:`MODES`) and returns a
+:class:`FuzzResult` whose ``status`` is one of the list below:
+
+* ``mode="budget"`` (the default): at the epsilon and draws its seed drew
+  (``certify(model, epsilon=..., draws=..., ...)``); the certificate must stay within that budget;
+* ``mode="bounds"``: at its draws with ``epsilon=None`` and an explicit public truncation box,
+  ``bounds=region_bounds(generated)`` (``tests/fuzz/grammar.py``: a box around one prior draw, in
+  each RV's unconstrained space); the rules that only bounds mode reaches run there (the
+  oscillation over a box for one-parameter families on public designs, the coupled oscillation
+  for GLMs on private covariates, the box path of the localized mechanism). There is no budget to
+  compare with: the certificate must state a finite epsilon >= 0 that is its draws' composition.
+
+The statuses:
 
 * ``"certified"`` -- a certificate was issued, and the refutation check at the larger budget
   (:func:`pymc_dp.refutation.refute` with ``effort="thorough"``) found no counterexample (the
@@ -33,10 +44,12 @@ from typing import Any
 
 import pymc_dp
 from pymc_dp.exceptions import PrivacyError
-from tests.fuzz.grammar import GeneratedModel, generate
+from tests.fuzz.grammar import GeneratedModel, generate, region_bounds
 
 #: statuses, in the order the reports list them
 STATUSES = ("certified", "refused", "refuted", "crashed", "timeout")
+#: how a model is certified: at its drawn budget, or with ``epsilon=None`` and ``bounds=region_bounds(...)``
+MODES = ("budget", "bounds")
 #: CPU seconds one model may take (certify and the thorough check together) before it is a timeout
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -75,6 +88,8 @@ class FuzzResult:
         Wall time of certify and the check.
     cpu_seconds : float
         This process's CPU time over the same span (the machine may be shared).
+    mode : str
+        One of :data:`MODES`: how the model was certified.
     """
 
     seed: int
@@ -89,6 +104,7 @@ class FuzzResult:
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    mode: str = "budget"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,24 +184,38 @@ def _refused(result: FuzzResult, exc: BaseException, names, stage: str) -> None:
         result.problems.append(f"raw {type(exc).__name__} at {stage}: {str(exc)[:300]}")
 
 
-def certificate_problems(certificate, generated: GeneratedModel) -> list[str]:
+def certificate_problems(certificate, generated: GeneratedModel, mode: str = "budget") -> list[str]:
     """What an issued certificate states that breaks the request or itself, read from its fields
-    alone: epsilon above the budget asked for (or NaN), an epsilon per draw whose composition over
-    the draws exceeds it (pure DP: ``draws * epsilon_per_draw``), a per-factor constant that is NaN,
-    negative or infinite, a prior mass outside ``(0, 1]`` (0 only with its bound stated), a draw count other than the one asked
-    for, and a certificate that does not say the refutation check ran.
+    alone: in budget mode, epsilon above the budget asked for (or NaN) and an epsilon per draw
+    whose composition over the draws exceeds it (pure DP: ``draws * epsilon_per_draw``); in bounds
+    mode (no budget asked for), an epsilon that is not finite and >= 0 (NaN, infinite, negative),
+    and for pure DP an epsilon other than ``draws * epsilon_per_draw`` (1e-9 relative); in both, a
+    per-factor constant that is NaN, negative or infinite, a prior mass outside ``(0, 1]`` (0 only
+    with its bound stated), a draw count other than the one asked for, and a certificate that does
+    not say the refutation check ran.
 
     Returns
     -------
     list of str
         Empty for a certificate that keeps its own promises.
     """
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: one of {MODES}")
     out = []
-    budget = generated.epsilon * (1 + 1e-9)
-    if not certificate.epsilon <= budget:  # NaN fails too
-        out.append(f"certified epsilon {certificate.epsilon} above the budget {generated.epsilon}")
-    if certificate.delta == 0 and not certificate.epsilon_per_draw * certificate.draws <= budget:
-        out.append(f"{certificate.draws} draws x epsilon per draw {certificate.epsilon_per_draw} exceed the budget {generated.epsilon}")
+    if mode == "budget":
+        budget = generated.epsilon * (1 + 1e-9)
+        if not certificate.epsilon <= budget:  # NaN fails too
+            out.append(f"certified epsilon {certificate.epsilon} above the budget {generated.epsilon}")
+        if certificate.delta == 0 and not certificate.epsilon_per_draw * certificate.draws <= budget:
+            out.append(f"{certificate.draws} draws x epsilon per draw {certificate.epsilon_per_draw} exceed the budget {generated.epsilon}")
+    else:
+        if not 0 <= certificate.epsilon < float("inf"):  # NaN fails too
+            out.append(f"certified epsilon {certificate.epsilon} is not a finite number >= 0 (bounds mode)")
+        elif certificate.delta == 0:
+            composed = certificate.epsilon_per_draw * certificate.draws
+            if not abs(composed - certificate.epsilon) <= 1e-9 * max(abs(certificate.epsilon), abs(composed)):
+                out.append(f"{certificate.draws} draws x epsilon per draw {certificate.epsilon_per_draw} = {composed} "
+                           f"is not the certified epsilon {certificate.epsilon} (bounds mode)")
     if certificate.draws != generated.draws:
         out.append(f"certificate for {certificate.draws} draws, {generated.draws} asked for")
     # a mass of 0 is kept only with its bound stated (FOUND.md #4, decided): a Monte Carlo estimate
@@ -201,8 +231,19 @@ def certificate_problems(certificate, generated: GeneratedModel) -> list[str]:
     return out
 
 
+def certify_arguments(generated: GeneratedModel, mode: str = "budget") -> dict[str, Any]:
+    """The keyword arguments of :func:`pymc_dp.certify` for ``generated`` in ``mode``: its own
+    (``certify_kwargs()``), with ``epsilon=None`` and ``bounds=region_bounds(generated)`` in bounds mode."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: one of {MODES}")
+    kwargs = generated.certify_kwargs()
+    if mode == "bounds":
+        kwargs.update(epsilon=None, bounds=region_bounds(generated))
+    return kwargs
+
+
 def check_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_TIMEOUT_S, effort: str = "thorough",
-                fp_errors: bool = True) -> FuzzResult:
+                fp_errors: bool = True, mode: str = "budget") -> FuzzResult:
     """Certify ``generated``, run the thorough refutation check on a certificate, classify.
 
     Parameters
@@ -215,22 +256,30 @@ def check_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_TIMEOUT
     fp_errors : bool
         Turn NumPy floating-point ``RuntimeWarning``s raised inside ``pymc_dp`` into errors, as the
         test configuration does (a NaN or overflow in the certifier is a crash, not a pass).
+    mode : {"budget", "bounds"}
+        At the drawn budget, or with ``epsilon=None`` and ``bounds=region_bounds(generated)``
+        (module docstring); the box is drawn inside the timed span, a failure to draw it is a crash
+        at stage ``"bounds"``.
 
     Returns
     -------
     FuzzResult
     """
     names = generated.variable_names
-    result = FuzzResult(seed=generated.seed, family=generated.family, recipe=generated.description)
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: one of {MODES}")
+    result = FuzzResult(seed=generated.seed, family=generated.family, recipe=generated.description, mode=mode)
     start, cpu_start = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         if fp_errors:
             warnings.filterwarnings("error", category=RuntimeWarning, module=r"pymc_dp(\.|$)")
         try:
             with _alarm(timeout_s):
+                result.stage = "bounds" if mode == "bounds" else "certify"
+                kwargs = certify_arguments(generated, mode)
                 result.stage = "certify"
-                certification = pymc_dp.certify(generated.model, **generated.certify_kwargs())
-                result.problems += certificate_problems(certification.certificate, generated)
+                certification = pymc_dp.certify(generated.model, **kwargs)
+                result.problems += certificate_problems(certification.certificate, generated, mode)
                 result.stage = "refute"
                 module = refutation_module()
                 if module is None:
@@ -254,17 +303,21 @@ def check_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_TIMEOUT
     return result
 
 
-def run_one(seed: int, *, profile: str = "campaign", timeout_s: float = DEFAULT_TIMEOUT_S, effort: str = "thorough", fp_errors: bool = True) -> FuzzResult:
-    """Generate the model of ``seed`` (``generate(seed, profile)``) and :func:`check_model` it; a
-    failure to *generate* is a bug of the grammar and is reported as a crash at stage ``"generate"``."""
+def run_one(seed: int, *, profile: str = "campaign", timeout_s: float = DEFAULT_TIMEOUT_S, effort: str = "thorough",
+            fp_errors: bool = True, mode: str = "budget") -> FuzzResult:
+    """Generate the model of ``seed`` (``generate(seed, profile)``) and :func:`check_model` it in
+    ``mode`` (:data:`MODES`); a failure to *generate* is a bug of the grammar and is reported as a
+    crash at stage ``"generate"``."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: one of {MODES}")
     try:
         generated = generate(seed, profile)
     except Exception as exc:  # noqa: BLE001
         result = FuzzResult(seed=seed, status="crashed", stage="generate", message=_crash_text(exc),
-                            reason=f"grammar: {type(exc).__name__}")
+                            reason=f"grammar: {type(exc).__name__}", mode=mode)
         result.problems.append(f"the grammar could not build seed {seed}: {exc!r}"[:300])
         return result
-    return check_model(generated, timeout_s=timeout_s, effort=effort, fp_errors=fp_errors)
+    return check_model(generated, timeout_s=timeout_s, effort=effort, fp_errors=fp_errors, mode=mode)
 
 
 def tally(results) -> dict[str, Any]:
