@@ -65,6 +65,7 @@ from pymc_dp.reference import fit_utility
 from pymc_dp.region_context import is_exchangeable
 from pymc_dp.rules import rule_info
 from pymc_dp.rules.base import Bounds
+from pymc_dp.rules.coupled_oscillation import has_coupled_oscillation, region_half_coupled_oscillation
 from pymc_dp.rules.discrete import min_lipschitz
 from pymc_dp.rules.oscillation import has_region_oscillation, region_half_oscillation
 from pymc_dp.rules.region import NestedRegion, NoRegionRule, Span, Window, region_lipschitz, region_spec
@@ -103,7 +104,7 @@ class BoxModel:
         self.obs_shape = tuple(int(s) for s in ctx.numeric(factor.observed.shape))
         self.exact = all(_exact(f) for f in factor.forms)
         #: whether half the family's oscillation may stand in for its constant (where smaller)
-        self.oscillation = has_region_oscillation(factor.op)
+        self.oscillation = has_region_oscillation(factor.op) or has_coupled_oscillation(factor.op)
 
     def lipschitz_only(self) -> "BoxModel":
         """This model with the family's constant alone. The box search is local, and the
@@ -130,7 +131,8 @@ class BoxModel:
             if "lo" in parts:
                 il, iu = self._add(parts["lo"]), self._add(parts["hi"])
                 return lambda R: Window(R[il][0], R[iu][1], 0.0, space, None, False)
-            return lambda R: Window(R[io][0], R[io][1], np.maximum(R[ih][1], 0.0), space, None, True)
+            slide = self._slide(form.predictor.slide_parts(ctx.domains), io)
+            return lambda R: Window(R[io][0], R[io][1], np.maximum(R[ih][1], 0.0), space, None, True, slide(R))
         if isinstance(form, AffineForm):
             b = form.bounds(ctx.domains)
             io, ih = self._add(0.5 * (b.lo + b.hi)), self._add(0.5 * (b.hi - b.lo))
@@ -175,6 +177,27 @@ class BoxModel:
             return lambda R: NestedRegion(form.op, tuple(r(R) for r in subs))
         raise BoxModelUnsupported(f"form {type(form).__name__}")
 
+    def _slide(self, parts, io: int) -> Callable:
+        """``R -> `` the per-element width of a predictor over the box at a fixed record
+        (:meth:`~pymc_dp.predictor.Predictor.slide_parts`), or ``R -> None``."""
+        if parts is None:
+            return lambda R: None
+        terms = [(self._add(coef), halfw, axes, ball) for coef, halfw, axes, ball in parts]
+
+        def slide(R):
+            with np.errstate(invalid="ignore", over="ignore"):
+                total = np.asarray(R[io][1], float) - np.asarray(R[io][0], float)
+                for i, halfw, axes, ball in terms:
+                    width = np.asarray(R[i][1], float) - np.asarray(R[i][0], float)
+                    if ball:
+                        part = halfw * np.sqrt(np.sum(np.square(width), axis=axes))
+                    else:
+                        part = np.sum(width * halfw, axis=axes) if axes else width * halfw
+                    total = total + part
+            return np.where(np.isnan(total), np.inf, total)  # NaN fails closed
+
+        return slide
+
     def params(self, box: dict) -> tuple:
         R = self.evaluator(box)
         return tuple(r(R) for r in self.recipes)
@@ -193,9 +216,12 @@ class BoxModel:
             with np.errstate(all="ignore"):
                 per_element = region_lipschitz(self.factor.op, self.domain, params)
                 half_osc = region_half_oscillation(self.factor.op, self.domain, params) if self.oscillation else None
+                coupled = region_half_coupled_oscillation(self.factor.op, self.domain, params) if self.oscillation else None
         except (NoRegionRule, UnsupportedExpression, FloatingPointError):
             return math.inf, "lipschitz"
         by_constant = self._per_record(per_element)
+        if coupled is not None:  # each is a sound bound on half the oscillation: the smaller stands
+            half_osc = coupled if half_osc is None else np.minimum(half_osc, coupled)
         if half_osc is None:
             return by_constant, "lipschitz"
         by_oscillation = self._per_record(half_osc)

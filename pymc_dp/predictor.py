@@ -207,6 +207,36 @@ class Predictor:
             parts.update(lo=lo, hi=hi)
         return parts
 
+    def slide_parts(self, domains: Mapping[str, Domain]) -> list[tuple[Variable, np.ndarray | float, tuple, bool]] | None:
+        """What bounds the width of the predictor over a region at one fixed record: per linear
+        term ``(coef, half-widths, record axes, ball)``; None when the predictor has blocks (a
+        block is known by its interval over the records only, so its width at a fixed record is
+        not).
+
+        Why: at a fixed record ``x``, ``eta(x, theta) = o(theta) + sum_c <a_c(theta), x_c - centre_c>``
+        (``o`` the offset plus ``<a_c, centre_c>``, :meth:`centre_and_half`), so its range over a
+        region is at most ``width(o) + sum_c sum_j width(a_cj) halfwidth_cj`` for a box domain, and
+        ``width(o) + R ||width(a_c)||_2`` for a ``Ball(R)`` (``|<a - a', d>| <= ||a - a'||_2 R``), where
+        ``width(.)`` is the range over the region of each expression (``hi - lo`` of a sound
+        interval: an upper bound)."""
+        if self.blocks:
+            return None
+        parts = []
+        for t in self.linear:
+            domain = domains[t.container]
+            axes = tuple(range(t.coef.ndim - t.rec_ndim, t.coef.ndim))
+            if isinstance(domain, Ball):
+                parts.append((t.coef, float(domain.radius), axes, True))
+            elif isinstance(domain, Box):
+                parts.append((t.coef, 0.5 * (np.asarray(domain.hi, float) - np.asarray(domain.lo, float)), axes, False))
+            elif isinstance(domain, Interval):
+                parts.append((t.coef, float(domain.half_width), axes, False))
+            elif isinstance(domain, Integers):
+                parts.append((t.coef, 0.5 * float(domain.hi - domain.lo), axes, False))
+            else:  # pragma: no cover - every domain type is handled in _linear_range
+                return None
+        return parts
+
     # ---------------------------------------------------------------- arithmetic
     def padded(self, ndim: int) -> "Predictor":
         """The same predictor with ``ndim - self.ndim`` broadcast axes in front."""

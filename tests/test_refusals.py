@@ -595,8 +595,10 @@ def test_budget_message_states_smallest_epsilon(env, lipschitz_only):
 
 def test_a_proved_floor_names_the_oscillation_where_the_family_has_one():
     """A Binomial count whose probability is a product of two free RVs: the per-record constant
-    has a proved floor (ln C(10, 5)), the oscillation has none but pymc_dp applies it only to one
-    free RV; the message says both."""
+    has a proved floor (ln C(10, 5)); the oscillation over a box (a Span of ``a * b``) has none, so
+    the refusal may not claim a proved floor: it says that constants down to 0 exist and that no
+    region was found. (``bounds=`` shows one exists: a box of half-width 0.05 about 0.5 costs
+    eps0 = 5.35, kept mass 0.022; the box search does not find it at epsilon 0.1: a tiny region.)"""
     rng = np.random.default_rng(0)
     with pm.Model() as model:
         k = pm.Data("heads", rng.integers(0, 11, 20))
@@ -605,8 +607,8 @@ def test_a_proved_floor_names_the_oscillation_where_the_family_has_one():
     with pytest.raises(BudgetExceededError) as info:
         pymc_dp.make_private(model, epsilon=0.1, draws=1, data={"heads": pymc_dp.Integers(0, 10)}, ledger=None)
     message = str(info.value)
-    assert "'tosses'" in message and "(proved)" in message and "11.06" in message
-    assert "oscillation certificate" in message and "one free RV" in message
+    assert "'tosses'" in message and "constants down to 0" in message and "raise epsilon" in message
+    assert "(proved)" not in message
 
 
 def test_sample_arguments_are_not_privacy_errors(env):

@@ -111,15 +111,31 @@ def test_infeasible_factor_claims_a_proof_only_with_a_certified_floor():
         cd = pm.Data("c", rng.integers(0, 11, 30))
         a = pm.Normal("a", 0, 1)
         b = pm.Normal("b", 0, 1)
-        pm.Poisson("count", mu=pm.math.exp(a + b), observed=cd)  # two free RVs: the box solver
+        pm.NegativeBinomial("count", mu=pm.math.exp(a + b), alpha=2.0, observed=cd)  # two free RVs: the box solver
     with pytest.raises(pymc_dp.BudgetExceededError) as info:
         pymc_dp.make_private(model, epsilon=1.0, draws=1, data={"c": pymc_dp.Integers(0, 10)}, ledger=None)
     message = str(info.value)
-    # the Poisson constant on Integers(0, 10) is at least 2.86 whatever mu (the rule's proved floor)
+    # the negative binomial constant on Integers(0, 10) has a proved floor whatever mu, and the
+    # family has no oscillation certificate (it is not a one-parameter family in mu and alpha)
     assert "'count'" in message and "cannot be met" in message and "(proved)" in message
-    assert "at least 5.727" in message
+    assert "at least 1.334" in message
     # the hint names the largest count cap whose floor fits Delta = 0.5
-    assert "Integers(0, 2)" in message
+    assert "Integers(0, 6)" in message
+
+
+def test_a_poisson_of_two_free_rvs_is_certified_by_its_oscillation_below_the_constants_floor():
+    """The Poisson's constant on Integers(0, 10) is at least 2.86 whatever mu, so its ``2 L``
+    cannot fit epsilon = 1; its oscillation over a box of ``a + b`` (a Span) is ``10 x width`` and
+    has no floor: a narrow box fits."""
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        cd = pm.Data("c", rng.integers(0, 11, 30))
+        a = pm.Normal("a", 0, 1)
+        b = pm.Normal("b", 0, 1)
+        pm.Poisson("count", mu=pm.math.exp(a + b), observed=cd)
+    cert = pymc_dp.make_private(model, epsilon=1.0, draws=1, data={"c": pymc_dp.Integers(0, 10)}, ledger=None).certificate
+    assert cert.factors[0].bound == "oscillation" and cert.epsilon_per_draw <= 1.0 + 1e-9
+    assert 0 < cert.prior_mass_kept < 1
 
 
 def test_infeasible_without_a_floor_does_not_claim_a_proof():

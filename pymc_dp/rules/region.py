@@ -106,6 +106,11 @@ class Window:
     #: False when the window does not slide at a fixed width (a table's hull, a link of a
     #: window): only its hull may be used, whatever the family's spec says
     sliding: bool = True
+    #: per element, an upper bound on the width of the parameter's range over the region at one
+    #: *fixed* record (``sup_x [sup_theta eta(x, theta) - inf_theta eta(x, theta)]``), or None when
+    #: unknown; it shrinks with the region, unlike the hull (the coupled oscillation,
+    #: :mod:`pymc_dp.rules.coupled_oscillation`)
+    slide: Any = None
 
     @property
     def hull(self) -> Bounds:
