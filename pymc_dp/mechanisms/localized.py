@@ -62,6 +62,10 @@ MECHANISM = "localized posterior sampling (two stages)"
 PUBLIC_SEED = 20_261_128
 #: the prior's tail mass left out of the default first-stage box (per element, both tails)
 WIDE_TAIL = 1e-3
+#: the first stages: a tempered draw on a wide box, a posterior draw on a region chosen for the
+#: budget, or the first unless its temperature is below MIN_BETA_LOCATE (then it is nearly a prior draw)
+FIRST_STAGES = ("auto", "tempered", "posterior")
+MIN_BETA_LOCATE = 0.01
 #: the width grid: c_k = c_min * GRID_RATIO**k, k < GRID_STEPS
 GRID_RATIO, GRID_STEPS = 1.3, 14
 
@@ -80,22 +84,61 @@ def _elementwise_transform(model, rv):
     )
 
 
-def wide_box(model: pm.Model, tail: float = WIDE_TAIL, seed: int = PUBLIC_SEED) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def wide_box(model: pm.Model, tail: float = WIDE_TAIL, seed: int = PUBLIC_SEED, *,
+             data: Mapping[str, Domain] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The default first-stage box: per element of every free RV, the central ``1 - tail``
-    interval of 10,000 public prior draws (no data read)."""
-    draws = pm.draw([rv for rv in model.free_RVs], draws=10_000, random_seed=seed)
+    interval of public draws (no data value read) of the *admissible prior* when ``data`` (the
+    private containers' domains) is given and its reference is not thin — the prior conditioned on
+    a dataset simulated inside the declared domains (:mod:`pymc_dp.reference`: a residual scale
+    beyond the outcome's span, a mean of 10^6 counts declared below 100, are left out) — else of
+    the prior (10,000 draws)."""
+    _check_boxable(model)
+    draws = None
+    if data is not None:
+        draws = _admissible_draws(model, data, seed)
+    if draws is None:
+        values = pm.draw(list(model.free_RVs), draws=10_000, random_seed=seed)
+        draws = {rv.name: np.asarray(v, dtype=float) for rv, v in zip(model.free_RVs, values)}
     box = {}
-    for rv, values in zip(model.free_RVs, draws):
-        values = np.asarray(values, dtype=float)
+    for rv in model.free_RVs:
+        lo, hi = np.quantile(np.asarray(draws[rv.name], dtype=float), [tail / 2, 1 - tail / 2], axis=0)
+        box[rv.name] = (lo, hi)
+    return box
+
+
+def _budget_stage(cls, model, **keywords):
+    """``cls`` (PrivateMAP at beta 1, or PrivateModel) on a region chosen for its budget: the fit
+    split where the admissible prior is available, else the optimised one."""
+    try:
+        return cls(model, split="fit", ledger=None, **keywords)
+    except PrivacyError:
+        return cls(model, split="optimised", ledger=None, **keywords)
+
+
+def _check_boxable(model) -> None:
+    """Refuse a free RV that no box of the localized path can hold: a discrete one, or one whose
+    value transform does not map a box to a box."""
+    for rv in model.free_RVs:
         if rv.type.dtype.startswith(("int", "uint", "bool")):
             raise UnsupportedFactorError(
                 f"path 'localized': the free RV {rv.name!r} is discrete; the localized path boxes continuous "
                 "parameters only. Use posterior sampling (pymc_dp.make_private) for this model."
             )
         _elementwise_transform(model, rv)
-        lo, hi = np.quantile(values, [tail / 2, 1 - tail / 2], axis=0)
-        box[rv.name] = (lo, hi)
-    return box
+
+
+def _admissible_draws(model, data, seed) -> dict[str, np.ndarray] | None:
+    """Public draws of the admissible prior, or None when it is unavailable or thin."""
+    from pymc_dp.factors import find_factors
+    from pymc_dp.reference import ReferenceUnavailable, admissible_prior
+
+    private = {v: v.name for v in model.data_vars if v.name in data}
+    try:
+        factors = [f for f in find_factors(model, private, data) if f.is_private]
+        reference = admissible_prior(model, factors, data, seed=seed)
+    except (ReferenceUnavailable, PrivacyError):
+        return None
+    return None if reference.thin else dict(reference.draws)
 
 
 class LocalizedPosterior(Mechanism):
@@ -132,6 +175,7 @@ class LocalizedPosterior(Mechanism):
         localize: float = 0.25,
         wide: Mapping[str, Any] | None = None,
         confidence: float = 3.0,
+        first_stage: str = "auto",
     ):
         model = build_model(model)
         if isinstance(localize, bool) or not isinstance(localize, numbers.Real) or not 0 < localize < 1:
@@ -148,20 +192,30 @@ class LocalizedPosterior(Mechanism):
         self.delta = float(delta)
         self.unit = as_unit(unit)
         self.confidence = float(confidence)
-        self.wide = dict(wide) if wide is not None else wide_box(model)
-        for rv in model.free_RVs:
-            _elementwise_transform(model, rv)
-        self.locate = PrivateMAP(model, epsilon=self.epsilon_locate, draws=1, bounds=self.wide, ledger=None, **self._kwargs)
+        if first_stage not in FIRST_STAGES:
+            raise PrivacyError(f"first_stage={first_stage!r} is not one of {list(FIRST_STAGES)}")
+        _check_boxable(model)
+        self.first_stage, self.wide, self.locate = first_stage, None, None
+        if first_stage in ("auto", "tempered"):
+            self.wide = dict(wide) if wide is not None else wide_box(model, data=data)
+            self.locate = PrivateMAP(model, epsilon=self.epsilon_locate, draws=1, bounds=self.wide, ledger=None, **self._kwargs)
+            self.first_stage = "tempered"
+            if first_stage == "auto" and self.locate.beta < MIN_BETA_LOCATE:
+                # the wide box costs so much that its draw is nearly a prior draw (public: beta_1)
+                self.first_stage, self.wide = "posterior", None
+        if self.first_stage == "posterior":
+            self.locate = _budget_stage(PrivateMAP, model, epsilon=self.epsilon_locate, draws=1, delta=0.0, **self._kwargs)
         observed = {f.observed_container for f in self.locate.private_model.factors if f.observed_container}
         _check_simulable({k: d for k, d in data.items() if k not in observed}, model)
         # checks draws / delta / unit as every release does (stage 2's per-draw share must exist)
         self.epsilon_per_draw = accounting.per_draw_epsilon(self.epsilon_sample, self.delta, self.draws)
         guarantee_sample = accounting.compose(self.epsilon_per_draw, self.draws, self.delta)
         total = self.epsilon_locate + guarantee_sample.epsilon
+        where = (f"the exponential mechanism on the box B_1 below (beta_1 = {self.locate.beta:.4g})"
+                 if self.first_stage == "tempered" else "posterior sampling on the region below (chosen for its budget)")
         note = (
             f"Localized posterior sampling (docs/theory/localized.md): stage 1 spends epsilon_1 = "
-            f"{self.epsilon_locate:.4g} on one draw of the exponential mechanism on the box B_1 below (beta_1 = "
-            f"{self.locate.beta:.4g}); stage 2 spends epsilon_2 = {guarantee_sample.epsilon:.4g} on {self.draws} "
+            f"{self.epsilon_locate:.4g} on one draw of {where}; stage 2 spends epsilon_2 = {guarantee_sample.epsilon:.4g} on {self.draws} "
             f"draw(s) from a box B_2 around stage 1's draw, chosen from public facts and stated in the release; "
             "the two stages compose adaptively."
         )
@@ -209,8 +263,8 @@ class LocalizedPosterior(Mechanism):
         try:
             scale = self.public_scale(theta_hat)
         except Exception as err:  # noqa: BLE001 - any failure of the simulation: the certified first box
-            return {"bounds": dict(self.wide), "c": None, "c_min": None, "beta_2": self.locate_beta_for_sample(),
-                    "scale": None, "fallback": f"public scale unavailable ({type(err).__name__})"}
+            return {**self._fallback(), "c": None, "c_min": None, "scale": None,
+                    "fallback": f"public scale unavailable ({type(err).__name__})"}
         beta_1 = self.locate.beta
         k = self.confidence
         c_min = k * math.sqrt(1.0 / beta_1 + 1.0)
@@ -252,8 +306,8 @@ class LocalizedPosterior(Mechanism):
         if chosen is None and best is not None:
             _, chosen, b2 = best
         if chosen is None:
-            return {"bounds": dict(self.wide), "c": None, "c_min": c_min, "beta_2": self.locate_beta_for_sample(),
-                    "scale": {k_: v.tolist() for k_, v in scale.items()}}
+            return {**self._fallback(), "c": None, "c_min": c_min, "scale": {k_: v.tolist() for k_, v in scale.items()},
+                    "fallback": "no box around the location has a finite certified loss"}
         while b2 == 1.0 and chosen < 4 * c_min:  # untempered: widen while the budget still allows it
             wider = chosen * GRID_RATIO
             if beta_2(wider) < 1.0:
@@ -262,10 +316,13 @@ class LocalizedPosterior(Mechanism):
         return {"bounds": box(chosen), "c": chosen, "c_min": c_min, "beta_2": b2,
                 "scale": {k_: v.tolist() for k_, v in scale.items()}}
 
-    def locate_beta_for_sample(self) -> float:
-        """``beta_2`` on the first stage's box (the fallback of :meth:`second_box`)."""
+    def _fallback(self) -> dict:
+        """Stage 2 when no box around the location is certified: the first stage's box (tempered
+        first stage) or posterior sampling on a region chosen for epsilon_2 (``bounds`` None)."""
+        if self.wide is None:
+            return {"bounds": None, "beta_2": 1.0}
         eps0_wide = 2.0 * self.locate.sensitivity
-        return 1.0 if eps0_wide <= self.epsilon_per_draw else self.epsilon_per_draw / eps0_wide
+        return {"bounds": dict(self.wide), "beta_2": 1.0 if eps0_wide <= self.epsilon_per_draw else self.epsilon_per_draw / eps0_wide}
 
     # ------------------------------------------------------------------ release
     def _run(self, *, random_seed, chains, tune, kwargs) -> tuple[xr.Dataset, dict]:
@@ -280,7 +337,12 @@ class LocalizedPosterior(Mechanism):
         theta_hat = {rv.name: np.asarray(first.posterior[rv.name].values)[0, -1] for rv in self._model.free_RVs}
         choice = self.second_box(theta_hat)
         eps_sample = accounting.compose(self.epsilon_per_draw, self.draws, self.delta).epsilon
-        if choice["beta_2"] >= 1.0:
+        if choice["bounds"] is None:
+            stage = _budget_stage(PrivateModel, self._model, epsilon=eps_sample, draws=self.draws, delta=self.delta,
+                                  **self._kwargs)
+            if self._data_override is not None:
+                stage = stage.with_data(self._data_override)
+        elif choice["beta_2"] >= 1.0:
             stage = self._core_for(choice["bounds"], self.draws, None)
         else:
             stage = PrivateMAP(self._model, epsilon=eps_sample, draws=self.draws, delta=self.delta,
@@ -297,8 +359,12 @@ class LocalizedPosterior(Mechanism):
             "epsilon_sample": eps_sample,
             "beta_locate": self.locate.beta,
             "location": {k: np.asarray(v).tolist() for k, v in theta_hat.items()},
-            "box_locate": {k: [np.asarray(a).tolist() for a in v] for k, v in self.wide.items()},
-            "box_sample": {k: [np.asarray(a).tolist() for a in v] for k, v in choice["bounds"].items()},
+            "first_stage": self.first_stage,
+            "box_locate": ({k: [np.asarray(a).tolist() for a in v] for k, v in self.wide.items()} if self.wide is not None
+                           else [t for f in self.locate.certificate.factors for t in f.truncation]),
+            "box_sample": ({k: [np.asarray(a).tolist() for a in v] for k, v in choice["bounds"].items()}
+                           if choice["bounds"] is not None else [t for f in stage.certificate.factors for t in f.truncation]),
+            "fallback": choice.get("fallback"),
             "width_rule": {"c": choice["c"], "c_min": choice["c_min"], "confidence_sds": self.confidence,
                            "public_scale": choice["scale"]},
             "beta_sample": choice["beta_2"],

@@ -177,3 +177,17 @@ def test_with_delta_and_many_draws_the_second_stage_fits_its_share():
         assert stage.certificate.epsilon <= mech.epsilon_sample * (1 + 1e-9)
     idata = mech.sample(random_seed=2)
     assert idata.posterior.sizes["draw"] * idata.posterior.sizes["chain"] == 50
+
+
+def test_a_first_box_too_costly_to_locate_falls_back_to_a_posterior_draw():
+    """The gallery's linear regression: the wide box reaches scales near 0, where one record moves
+    the likelihood without bound, so beta_1 is below 1e-2 (its draw would be nearly a prior draw):
+    the first stage is posterior sampling on a region chosen for epsilon_1 (public choice)."""
+    from examples.gallery import glm_linear as mod
+
+    model = mod.build(mod.make_data())
+    mech = LocalizedPosterior(model, epsilon=10.0, draws=1, data=mod.DOMAINS, public=mod.PUBLIC, ledger=None)
+    assert mech.first_stage == "posterior" and mech.locate.beta == 1.0 and mech.wide is None
+    tempered = LocalizedPosterior(model, epsilon=10.0, draws=1, data=mod.DOMAINS, public=mod.PUBLIC, ledger=None,
+                                  first_stage="tempered")
+    assert tempered.first_stage == "tempered" and tempered.locate.beta < 1e-2
