@@ -512,7 +512,10 @@ class _Certifier:
                     lo_s, hi_s = -math.inf, math.inf
                 full[name] = box.get(name, (lo_s, hi_s))
                 read_by.setdefault(name, []).append(f.name)
-            L, bound = bm.region_bound(full)
+            try:
+                L, bound = bm.region_bound(full)
+            except PrivacyError as err:  # the rules' messages name the family, not the user's variables
+                raise type(err)(f"factor {f.name!r} observing private {f.observed_container!r}: {err}") from None
             osc_model = OscillationModel.build(f, ctx)
             if osc_model is not None:  # the sharper certificate, where the family has one
                 half_osc = 0.5 * osc_model.oscillation(*(np.asarray(v, dtype=float) for v in full[osc_model.name]))

@@ -60,9 +60,7 @@ KNOWN_HOLES: dict[int, str] = {}
 BOUNDS_COUNT = 20
 BOUNDS_SEEDS = tuple(range(BOUNDS_COUNT))
 #: as :data:`KNOWN_HOLES`, for the bounds tier (a seed's bounds-mode hole need not be one in budget mode)
-KNOWN_BOUNDS_HOLES: dict[int, str] = {
-    15: "FOUND.md #9: a Censored refusal on the bounds path names no variable (BoxModel.region_bound does not name the factor)",
-}
+KNOWN_BOUNDS_HOLES: dict[int, str] = {}
 
 
 def _describe(results) -> str:
