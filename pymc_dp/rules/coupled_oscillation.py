@@ -112,50 +112,40 @@ def _sigmoid(x):
         return 1.0 / (1.0 + np.exp(-np.asarray(x, float)))
 
 
-@region_half_coupled_oscillation.register(BernoulliRV)
-def _bernoulli(op, domain, params):
-    """Logit link: ``f = y eta - ln(1 + e^eta)``, ``df/deta = y - sigmoid(eta)``; over
-    ``y in {lo..hi}`` (within {0, 1}) and ``eta in [e_lo, e_hi]`` its absolute value is at most
-    ``max(|hi - sigmoid(e_lo)|, |sigmoid(e_hi) - lo|)``."""
-    (p,) = params
-    e = _range_and_width(p, "logit")
+def _canonical(param, space: str, domain, family: str, mean) -> np.ndarray | None:
+    """A canonical link: ``f = y eta - A(eta) + h(y)``, ``df/deta = y - A'(eta)`` with the mean
+    ``A'`` increasing, so over the counts ``{lo..hi}`` and ``eta in [e_lo, e_hi]`` ``|df/deta|`` is at
+    most ``max(|hi - A'(e_lo)|, |A'(e_hi) - lo|)``; times the window's slide."""
+    e = _range_and_width(param, space)
     if e is None:
         return None
-    y_lo, y_hi = integer_domain(domain, "Bernoulli")
+    y_lo, y_hi = integer_domain(domain, family)
     e_lo, e_hi, w = e
-    score = np.maximum(np.abs(y_hi - _sigmoid(e_lo)), np.abs(_sigmoid(e_hi) - y_lo))
-    with np.errstate(invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
+        score = np.maximum(np.abs(y_hi - mean(e_lo)), np.abs(mean(e_hi) - y_lo))
         return _fail_closed(score * w)
+
+
+@region_half_coupled_oscillation.register(BernoulliRV)
+def _bernoulli(op, domain, params):
+    """Logit link: ``f = y eta - ln(1 + e^eta)``, ``A'(eta) = sigmoid(eta)`` (:func:`_canonical`)."""
+    (p,) = params
+    return _canonical(p, "logit", domain, "Bernoulli", _sigmoid)
 
 
 @region_half_coupled_oscillation.register(BinomialRV)
 def _binomial(op, domain, params):
-    """Logit link, ``n`` public: ``f = y eta - n ln(1 + e^eta) + ln C(n, y)``, ``df/deta = y - n
-    sigmoid(eta)``: at most ``max(|hi - n sigmoid(e_lo)|, |n sigmoid(e_hi) - lo|)``."""
+    """Logit link, ``n`` public: ``f = y eta - n ln(1 + e^eta) + ln C(n, y)``, ``A'(eta) = n
+    sigmoid(eta)`` (:func:`_canonical`)."""
     n, p = params
     if not (isinstance(n, Span) and n.is_point):
         return None
-    e = _range_and_width(p, "logit")
-    if e is None:
-        return None
-    y_lo, y_hi = integer_domain(domain, "Binomial")
     n = np.asarray(n.lo, float)
-    e_lo, e_hi, w = e
-    score = np.maximum(np.abs(y_hi - n * _sigmoid(e_lo)), np.abs(n * _sigmoid(e_hi) - y_lo))
-    with np.errstate(invalid="ignore"):
-        return _fail_closed(score * w)
+    return _canonical(p, "logit", domain, "Binomial", lambda e: n * _sigmoid(e))
 
 
 @region_half_coupled_oscillation.register(PoissonRV)
 def _poisson(op, domain, params):
-    """Log link: ``f = y eta - e^eta - ln y!``, ``df/deta = y - e^eta``: at most
-    ``max(|hi - e^{e_lo}|, |e^{e_hi} - lo|)`` over the counts ``{lo..hi}``."""
+    """Log link: ``f = y eta - e^eta - ln y!``, ``A'(eta) = e^eta`` (:func:`_canonical`)."""
     (mu,) = params
-    e = _range_and_width(mu, "log-mean")
-    if e is None:
-        return None
-    y_lo, y_hi = integer_domain(domain, "Poisson")
-    e_lo, e_hi, w = e
-    with np.errstate(over="ignore", invalid="ignore"):
-        score = np.maximum(np.abs(y_hi - np.exp(e_lo)), np.abs(np.exp(e_hi) - y_lo))
-        return _fail_closed(score * w)
+    return _canonical(mu, "log-mean", domain, "Poisson", np.exp)
