@@ -51,6 +51,9 @@ __all__ = ["Standardization", "standardize", "dataset_id", "COLUMN_SENSITIVITY"]
 COLUMN_SENSITIVITY = 1.5625
 #: the least released scale, as a fraction of the domain's half-width (a noisy variance can be <= 0)
 MIN_SCALE_FRACTION = 1e-2
+#: a column's noisy variance (of ``u`` in [-1, 1]) within this many noise standard deviations of 0
+#: is noise: the column is scaled by its declared half-width (public) instead of the estimate
+NOISE_SDS = 2.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +76,10 @@ class Standardization:
         The L1 sensitivity ``K`` of the released vector of normalised statistics.
     unit : str or Users
         The privacy unit.
+    unscaled : dict of str to tuple of int
+        Per container, the columns whose noisy variance was not told from noise (within
+        ``NOISE_SDS`` noise standard deviations of 0): scaled by half their declared range (a
+        public scale) instead of the estimate. Public.
     """
 
     values: dict
@@ -85,6 +92,7 @@ class Standardization:
     # the ledger's names of the original and of the standardised dataset: never released
     _source_id: str = dataclasses.field(repr=False)
     _standardized_id: str = dataclasses.field(repr=False)
+    unscaled: dict = dataclasses.field(default_factory=dict)
 
     def __repr__(self) -> str:  # never print the private values
         cols = ", ".join(self.center)
@@ -99,6 +107,7 @@ class Standardization:
             "unit": describe_unit(self.unit)["kind"],
             "center": {k: np.asarray(v).tolist() for k, v in self.center.items()},
             "scale": {k: np.asarray(v).tolist() for k, v in self.scale.items()},
+            "unscaled": {k: list(v) for k, v in self.unscaled.items()},
         }
 
 
@@ -273,7 +282,7 @@ def standardize(
     with charge:
         noisy = continuous_laplace(stats, sensitivity / epsilon, sensitivity=sensitivity, epsilon=epsilon)
 
-    center, spread, new_values, new_data = {}, {}, dict(arrays), dict(data)
+    center, spread, new_values, new_data, unscaled = {}, {}, dict(arrays), dict(data), {}
     at = 0
     for name in chosen:
         lo, hi = bounds[name]
@@ -285,6 +294,12 @@ def standardize(
             var_u = noisy[at:at + k] / n - mean_u**2
             at += k
             s = half * np.sqrt(np.clip(var_u, MIN_SCALE_FRACTION**2, 1.0))
+            # public rule: sum u^2 carries Laplace noise of scale b = K / epsilon, so var_u has
+            # noise sd sqrt(2) b / n; a variance within NOISE_SDS of them is not told from 0
+            noise = np.sqrt(2.0) * (sensitivity / epsilon) / n
+            as_noise = var_u <= NOISE_SDS * noise
+            s = np.where(as_noise, half, s)
+            unscaled[name] = tuple(int(j) for j in np.nonzero(as_noise)[0])
         else:
             s = np.ones(k)
         center[name], spread[name] = m, s
@@ -296,8 +311,21 @@ def standardize(
         else:
             new_values[name] = _as_pm_data((x - m) / s)
             new_data[name] = ((lo - m) / s, (hi - m) / s)
+    unscaled = {name: cols for name, cols in unscaled.items() if cols}
+    if unscaled:
+        import warnings
+
+        warnings.warn(
+            "standardize: the noisy variance of "
+            + "; ".join(f"{name!r} column(s) {list(cols)}" for name, cols in unscaled.items())
+            + f" is within {NOISE_SDS:g} noise standard deviations of 0 at epsilon = {epsilon:g} over {n} rows "
+            "(not told from noise), so those columns are scaled by half their declared range (public) instead; "
+            "Standardization.unscaled lists them. Spend more epsilon on standardize, or standardize fewer columns.",
+            UserWarning, stacklevel=2,
+        )
     release_fields = dict(values=new_values, center=center, scale=spread, epsilon=float(epsilon),
-                          sensitivity=float(sensitivity), unit=as_unit(unit), _source_id=source_id)
+                          sensitivity=float(sensitivity), unit=as_unit(unit), _source_id=source_id,
+                          unscaled=unscaled)
     # the domains need the release (for the ledger) and the release needs the domains' fingerprint
     draft = Standardization(data={}, _standardized_id="", **release_fields)
     domains = dict(data)

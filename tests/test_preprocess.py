@@ -197,3 +197,27 @@ def test_integer_containers_match_what_pm_data_holds():
         pm.Bernoulli("obs", logit_p=pm.Normal("a", 0, 1) + pm.Normal("b", 0, 1) * xd, observed=yd)
     # the same data without standardisation: the same budget
     assert pymc_dp.make_private(raw, epsilon=2.0, draws=1, data=domains, ledger=None).dataset_id == std._source_id
+
+
+def test_a_scale_not_told_from_noise_is_left_at_the_declared_range_and_said():
+    """Issue 33: epsilon 1 over 30 columns and 400 rows floored many scales at 1% of the range
+    without a word, pinning their weights near 0. A variance within NOISE_SDS noise sds of 0 (public:
+    the Laplace scale, n and the noisy value) now leaves the column scaled by half its declared
+    range, the release lists it, and a warning names it; with ample epsilon no column is."""
+    rng = np.random.default_rng(0)
+    n, d = 400, 30
+    X = rng.uniform(-1, 1, size=(n, d)) * rng.uniform(0.05, 1.0, size=d)  # small spreads in some columns
+    domains = {"X": pymc_dp.Box(-np.ones(d), np.ones(d))}
+    with pytest.warns(UserWarning, match=r"standardize: the noisy variance of 'X' column\(s\)"):
+        std = pymc_dp.standardize({"X": X}, data=domains, epsilon=1.0, ledger=None)
+    cols = std.unscaled["X"]
+    assert len(cols) > 0
+    np.testing.assert_array_equal(std.scale["X"][list(cols)], 1.0)  # half the declared range [-1, 1]
+    assert np.all(std.scale["X"] >= preprocess.MIN_SCALE_FRACTION)
+    assert std.public()["unscaled"] == {"X": list(cols)}
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        ample = pymc_dp.standardize({"X": X}, data=domains, epsilon=2000.0, ledger=None)
+    assert ample.unscaled == {}
