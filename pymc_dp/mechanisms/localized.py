@@ -198,9 +198,15 @@ class LocalizedPosterior(Mechanism):
         self.first_stage, self.wide, self.locate = first_stage, None, None
         if first_stage in ("auto", "tempered"):
             self.wide = dict(wide) if wide is not None else wide_box(model, data=data)
-            self.locate = PrivateMAP(model, epsilon=self.epsilon_locate, draws=1, bounds=self.wide, ledger=None, **self._kwargs)
+            try:
+                self.locate = PrivateMAP(model, epsilon=self.epsilon_locate, draws=1, bounds=self.wide, ledger=None,
+                                         **self._kwargs)
+            except BudgetExceededError:  # the rules cannot bound the wide box (a probability reaching 0 or 1)
+                if first_stage == "tempered":
+                    raise
+                self.locate = None
             self.first_stage = "tempered"
-            if first_stage == "auto" and self.locate.beta < MIN_BETA_LOCATE:
+            if first_stage == "auto" and (self.locate is None or self.locate.beta < MIN_BETA_LOCATE):
                 # the wide box costs so much that its draw is nearly a prior draw (public: beta_1)
                 self.first_stage, self.wide = "posterior", None
         if self.first_stage == "posterior":

@@ -191,3 +191,23 @@ def test_a_first_box_too_costly_to_locate_falls_back_to_a_posterior_draw():
     tempered = LocalizedPosterior(model, epsilon=10.0, draws=1, data=mod.DOMAINS, public=mod.PUBLIC, ledger=None,
                                   first_stage="tempered")
     assert tempered.first_stage == "tempered" and tempered.locate.beta < 1e-2
+
+
+def test_a_first_box_the_rules_cannot_bound_falls_back_to_a_posterior_draw(monkeypatch):
+    """The gallery's rat tumours: the wide box reaches probabilities of 0 or 1, where the Binomial's
+    constant is infinite, and the tempered first stage is refused; path 'auto' then locates with a
+    posterior draw (benchmarks/results/gallery_utility_smoke.md had it refused at certify)."""
+    import pymc_dp.mechanisms.localized as localized
+
+    real = localized.PrivateMAP
+
+    def refusing(*args, bounds=None, **kwargs):
+        if bounds is not None:
+            raise pymc_dp.BudgetExceededError("bounds=: factor 'obs' (Bernoulli) has no finite per-record constant")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(localized, "PrivateMAP", refusing)
+    mech = LocalizedPosterior(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None)
+    assert mech.first_stage == "posterior" and mech.wide is None
+    with pytest.raises(pymc_dp.BudgetExceededError):
+        LocalizedPosterior(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, first_stage="tempered")
