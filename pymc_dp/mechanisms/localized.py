@@ -63,9 +63,12 @@ PUBLIC_SEED = 20_261_128
 #: the prior's tail mass left out of the default first-stage box (per element, both tails)
 WIDE_TAIL = 1e-3
 #: the first stages: a tempered draw on a wide box, a posterior draw on a region chosen for the
-#: budget, or the first unless its temperature is below MIN_BETA_LOCATE (then it is nearly a prior draw)
+#: budget, or the first unless its draw would be spread over the box (then it is nearly a prior
+#: draw): "auto" keeps the tempered stage when its public spread, ``s / sqrt(beta_1)`` at the
+#: median of the draws the box was made from, is at most INFORMATIVE of the box's half-width
+#: (median over the elements; unconstrained space)
 FIRST_STAGES = ("auto", "tempered", "posterior")
-MIN_BETA_LOCATE = 0.01
+INFORMATIVE = 0.5
 #: the width grid: c_k = c_min * GRID_RATIO**k, k < GRID_STEPS
 GRID_RATIO, GRID_STEPS = 1.3, 14
 
@@ -92,6 +95,11 @@ def wide_box(model: pm.Model, tail: float = WIDE_TAIL, seed: int = PUBLIC_SEED, 
     a dataset simulated inside the declared domains (:mod:`pymc_dp.reference`: a residual scale
     beyond the outcome's span, a mean of 10^6 counts declared below 100, are left out) — else of
     the prior (10,000 draws)."""
+    return _wide_box_and_median(model, tail, seed, data)[0]
+
+
+def _wide_box_and_median(model, tail, seed, data):
+    """:func:`wide_box` and the elementwise median of the draws it was made from (public)."""
     _check_boxable(model)
     draws = None
     if data is not None:
@@ -99,11 +107,12 @@ def wide_box(model: pm.Model, tail: float = WIDE_TAIL, seed: int = PUBLIC_SEED, 
     if draws is None:
         values = pm.draw(list(model.free_RVs), draws=10_000, random_seed=seed)
         draws = {rv.name: np.asarray(v, dtype=float) for rv, v in zip(model.free_RVs, values)}
-    box = {}
+    box, median = {}, {}
     for rv in model.free_RVs:
-        lo, hi = np.quantile(np.asarray(draws[rv.name], dtype=float), [tail / 2, 1 - tail / 2], axis=0)
-        box[rv.name] = (lo, hi)
-    return box
+        values = np.asarray(draws[rv.name], dtype=float)
+        box[rv.name] = tuple(np.quantile(values, [tail / 2, 1 - tail / 2], axis=0))
+        median[rv.name] = np.median(values, axis=0)
+    return box, median
 
 
 def _budget_stage(cls, model, **keywords):
@@ -197,7 +206,10 @@ class LocalizedPosterior(Mechanism):
         _check_boxable(model)
         self.first_stage, self.wide, self.locate = first_stage, None, None
         if first_stage in ("auto", "tempered"):
-            self.wide = dict(wide) if wide is not None else wide_box(model, data=data)
+            if wide is None:
+                self.wide, self._wide_median = _wide_box_and_median(model, WIDE_TAIL, PUBLIC_SEED, data)
+            else:
+                self.wide, self._wide_median = dict(wide), None
             try:
                 self.locate = PrivateMAP(model, epsilon=self.epsilon_locate, draws=1, bounds=self.wide, ledger=None,
                                          **self._kwargs)
@@ -206,7 +218,7 @@ class LocalizedPosterior(Mechanism):
                     raise
                 self.locate = None
             self.first_stage = "tempered"
-            if first_stage == "auto" and (self.locate is None or self.locate.beta < MIN_BETA_LOCATE):
+            if first_stage == "auto" and (self.locate is None or not self._tempered_is_informative()):
                 # the wide box costs so much that its draw is nearly a prior draw (public: beta_1)
                 self.first_stage, self.wide = "posterior", None
         if self.first_stage == "posterior":
@@ -262,6 +274,38 @@ class LocalizedPosterior(Mechanism):
         space, from the Laplace approximation on a dataset simulated at ``theta_hat`` (public:
         ``theta_hat`` is released, the simulation reads the domains and shapes only)."""
         return simulated_laplace_scale(self._model, theta_hat, self.locate.private_model, seed=PUBLIC_SEED)
+
+    def _unconstrained(self, rv, x) -> np.ndarray:
+        t = self._model.rvs_to_transforms.get(rv)
+        x = np.asarray(x, dtype=float)
+        return x if t is None else np.asarray(t.forward(x, *rv.owner.inputs).eval(), dtype=float)
+
+    def _tempered_is_informative(self) -> bool:
+        """Public: whether the tempered first stage's draw would locate, i.e. its spread
+        ``s / sqrt(beta_1)`` (``s`` the simulated Laplace scale at the median of the public draws
+        the wide box was made from, or at the box's centre for a box given as ``wide=``) is at most
+        ``INFORMATIVE`` of the box's half-width, median over the elements, in the unconstrained
+        space. Otherwise its draw is spread over the box, nearly a prior draw."""
+        model = self._model
+        try:
+            point = self._wide_median
+            if point is None:
+                point = {}
+                for rv in model.free_RVs:
+                    lo, hi = (self._unconstrained(rv, end) for end in self.wide[rv.name])
+                    t = model.rvs_to_transforms.get(rv)
+                    mid = 0.5 * (lo + hi)
+                    point[rv.name] = mid if t is None else np.asarray(t.backward(mid, *rv.owner.inputs).eval(), dtype=float)
+            scale = simulated_laplace_scale(model, point, self.locate.private_model, seed=PUBLIC_SEED)
+        except Exception:  # noqa: BLE001 - no public scale: judge by the temperature alone
+            return self.locate.beta >= 0.01
+        ratios = []
+        for rv in model.free_RVs:
+            lo, hi = (self._unconstrained(rv, end) for end in self.wide[rv.name])
+            half = 0.5 * np.abs(hi - lo)
+            spread = np.asarray(scale[rv.name], float) / math.sqrt(self.locate.beta)
+            ratios.append(np.ravel(np.where(half > 0, spread / np.where(half > 0, half, 1.0), np.inf)))
+        return bool(np.median(np.concatenate(ratios)) <= INFORMATIVE)
 
     def second_box(self, theta_hat: Mapping[str, np.ndarray]) -> dict[str, Any]:
         """``B_2`` and the facts of its choice, from ``theta_hat`` and public facts only."""
