@@ -336,3 +336,22 @@ def test_privacy_utility_from_a_model_and_a_ledger_total(tmp_path):
     with pytest.raises(ValueError, match="epsilons"):
         plots.plot_privacy_utility(model, [], lambda i: 0.5, private_kwargs=kwargs)
     assert math.isclose(ledger.spent(dataset).epsilon, 2.0)  # refusals spend nothing
+
+
+def test_truncation_of_a_far_upper_tail_states_its_exact_mass():
+    """A kept interval far in the prior's upper tail (intercept in [4.34, 5.57] under N(0, 0.5),
+    tests/fuzz/FOUND.md #7): a difference of CDFs rounds its mass to 0 and the panel fell back to
+    counting prior draws (none inside); from the survival function it is exact and positive."""
+    import pymc as pm
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        y = pm.Data("y", rng.uniform(0, 1, 20))
+        b = pm.Normal("b", 0, 0.5)
+        pm.Normal("obs", mu=b, sigma=1.0, observed=y)
+    pmod = pymc_dp.make_private(model, draws=1, bounds={"b": (4.33846, 5.56508)}, data={"y": pymc_dp.Interval(0, 1)},
+                                ledger=None)
+    (ax,) = np.atleast_1d(plots.plot_truncation(pmod))
+    exact = stats.norm(0, 0.5).sf(4.33846) - stats.norm(0, 0.5).sf(5.56508)
+    assert f"prior mass kept {exact:.3g} (exact" in ax.get_title()
