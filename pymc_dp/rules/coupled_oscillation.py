@@ -112,10 +112,15 @@ def _sigmoid(x):
         return 1.0 / (1.0 + np.exp(-np.asarray(x, float)))
 
 
-def _canonical(param, space: str, domain, family: str, mean) -> np.ndarray | None:
+def _canonical(param, space: str, domain, family: str, mean, trials=1.0) -> np.ndarray | None:
     """A canonical link: ``f = y eta - A(eta) + h(y)``, ``df/deta = y - A'(eta)`` with the mean
     ``A'`` increasing, so over the counts ``{lo..hi}`` and ``eta in [e_lo, e_hi]`` ``|df/deta|`` is at
-    most ``max(|hi - A'(e_lo)|, |A'(e_hi) - lo|)``; times the window's slide."""
+    most ``max(|hi - A'(e_lo)|, |A'(e_hi) - lo|)``; times the window's slide. For a probability
+    (logit scale) the model's float64 ``ln p`` and ``ln(1 - p)`` err near 0 and 1: twice ``trials``
+    times that error at the hull's ends is added (:func:`~pymc_dp.rules.oscillation._probability_error`,
+    largest at an end: it is convex in p)."""
+    from pymc_dp.rules.oscillation import _probability_error
+
     e = _range_and_width(param, space)
     if e is None:
         return None
@@ -123,7 +128,11 @@ def _canonical(param, space: str, domain, family: str, mean) -> np.ndarray | Non
     e_lo, e_hi, w = e
     with np.errstate(over="ignore", invalid="ignore"):
         score = np.maximum(np.abs(y_hi - mean(e_lo)), np.abs(mean(e_hi) - y_lo))
-        return _fail_closed(score * w)
+        out = score * w
+        if space == "logit":
+            error = np.maximum(_probability_error(_sigmoid(e_lo)), _probability_error(_sigmoid(e_hi)))
+            out = out + 2.0 * np.asarray(trials, float) * np.where(w > 0, error, 0.0)
+        return _fail_closed(out)
 
 
 @region_half_coupled_oscillation.register(BernoulliRV)
@@ -141,7 +150,7 @@ def _binomial(op, domain, params):
     if not (isinstance(n, Span) and n.is_point):
         return None
     n = np.asarray(n.lo, float)
-    return _canonical(p, "logit", domain, "Binomial", lambda e: n * _sigmoid(e))
+    return _canonical(p, "logit", domain, "Binomial", lambda e: n * _sigmoid(e), trials=n)
 
 
 @region_half_coupled_oscillation.register(PoissonRV)

@@ -93,6 +93,12 @@ class NaturalParameter:
     eta: Callable[[np.ndarray], np.ndarray]
     increasing: bool
     t_span: np.ndarray
+    #: an upper bound on the absolute error, at a parameter value, of ``eta`` as the model's
+    #: float64 log-density computes it (None: negligible). A probability near 0 or 1 is the case:
+    #: PyMC evaluates ``ln p`` and ``ln(1 - p)`` from the rounded ``p``, so ``ln(1 - p)`` carries an
+    #: absolute error of about ``eps / (1 - p)`` (6e-4 at ``p = sigmoid(29.7)``, campaign seed
+    #: 1000622); the sampled density is the computed one, so the certificate adds the error
+    float_error: Callable[[np.ndarray], np.ndarray] | None = None
 
     def eta_range(self, lo, hi) -> tuple[np.ndarray, np.ndarray]:
         """``[eta_lo, eta_hi]`` over parameter values in ``[lo, hi]`` (elementwise)."""
@@ -135,6 +141,11 @@ def oscillation(natural: NaturalParameter | LaplaceLocation | StudentTLocation, 
     e_lo, e_hi = natural.eta_range(lo, hi)
     with np.errstate(invalid="ignore"):
         width = np.where(e_hi == e_lo, 0.0, e_hi - e_lo)
+        if natural.float_error is not None:
+            # the computed g errs by at most t_span x the error of eta at each of the two points,
+            # and the error bound is convex in p: largest at an end of [lo, hi]
+            error = np.maximum(natural.float_error(lo), natural.float_error(hi))
+            width = width + 2.0 * np.where(e_hi == e_lo, 0.0, error)
         out = np.asarray(natural.t_span, float) * width
     return np.where(np.isnan(out), np.inf, out)
 
@@ -152,6 +163,20 @@ def _logit(p):
     return np.log(p) - np.log1p(-p)
 
 
+#: relative rounding of a probability as a model computes it (a sigmoid, a product, a division:
+#: a few ulps), with room to spare
+_P_ROUNDING = 16 * np.finfo(float).eps
+
+
+def _probability_error(p):
+    """The absolute error of ``ln p - ln(1 - p)`` computed from ``p`` rounded by ``_P_ROUNDING``
+    relative: ``ln p`` errs by about ``_P_ROUNDING``, ``ln(1 - p)`` by ``_P_ROUNDING p / (1 - p)``."""
+    p = np.asarray(p, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = _P_ROUNDING * (1.0 + p / (1.0 - p))
+    return np.where(np.isnan(out), np.inf, out)
+
+
 def _count_span(domain, family, support_lo=0) -> float:
     lo, hi = integer_domain(domain, family, support_lo)
     return float(hi - lo)
@@ -160,7 +185,7 @@ def _count_span(domain, family, support_lo=0) -> float:
 @natural_parameter.register(BernoulliRV)
 def _bernoulli(op, domain, params, free):
     """``ln p(x) = x logit(p) + ln(1 - p)``: ``eta = logit p`` (increasing), ``T = x``."""
-    return NaturalParameter("Bernoulli", _logit, True, np.asarray(_count_span(domain, "Bernoulli")))
+    return NaturalParameter("Bernoulli", _logit, True, np.asarray(_count_span(domain, "Bernoulli")), _probability_error)
 
 
 @natural_parameter.register(BinomialRV)
@@ -169,7 +194,7 @@ def _binomial(op, domain, params, free):
     own: it cancels with ``A``): ``eta = logit p``, ``T = x``."""
     if free != 1:
         return None
-    return NaturalParameter("Binomial", _logit, True, np.asarray(_count_span(domain, "Binomial")))
+    return NaturalParameter("Binomial", _logit, True, np.asarray(_count_span(domain, "Binomial")), _probability_error)
 
 
 @natural_parameter.register(PoissonRV)
@@ -182,7 +207,8 @@ def _poisson(op, domain, params, free):
 def _geometric(op, domain, params, free):
     """Trials to the first success, ``ln p(x) = (x - 1) ln(1 - p) + ln p``: ``eta = ln(1 - p)``
     (decreasing in p), ``T = x``."""
-    return NaturalParameter("Geometric", lambda p: np.log1p(-p), False, np.asarray(_count_span(domain, "Geometric", 1)))
+    return NaturalParameter("Geometric", lambda p: np.log1p(-p), False, np.asarray(_count_span(domain, "Geometric", 1)),
+                            _probability_error)
 
 
 @natural_parameter.register(ExponentialRV)

@@ -221,3 +221,37 @@ def test_region_half_oscillation_of_spans_refuses_what_it_cannot_bound():
     assert region_half_oscillation(poisson, Integers(0, 10), window) is None
     point = (Span(np.full(3, 2.0), np.full(3, 2.0)),)
     np.testing.assert_array_equal(region_half_oscillation(poisson, Integers(0, 10), point), np.zeros(3))
+
+
+def test_the_oscillation_covers_the_models_float_error_near_a_probability_of_one():
+    """Campaign seed 1000622 (tests/fuzz/FOUND.md #10): a Bernoulli ``p = sigmoid(intercept)`` on
+    ``intercept in [-1.795, 29.704]``. The exact oscillation is the logit's width, 31.4994; PyMC
+    computes ``ln(1 - p)`` from the rounded ``p`` and measures 31.50004, above a claim of 31.5 (the
+    refutation check caught it). The rule now adds the float error at the region's ends: it bounds
+    what PyMC computes."""
+    import pytensor.tensor as pt
+
+    eta = np.array([-1.7949832821440865, 29.70445176944858])
+    p = 1.0 / (1.0 + np.exp(-eta))
+    natural = natural_parameter(pm.Bernoulli.dist(p=0.5).owner.op, Binary(), (None,), 0)
+    claimed = float(oscillation(natural, p[0], p[1]))
+    grid = pm.math.sigmoid(pt.as_tensor(np.linspace(*eta, 2001)))
+    g = (pm.logp(pm.Bernoulli.dist(p=grid), np.ones(2001)) - pm.logp(pm.Bernoulli.dist(p=grid), np.zeros(2001))).eval()
+    computed = float(g.max() - g.min())
+    assert computed > eta[1] - eta[0]  # the float error is real
+    assert claimed >= computed
+    # the margin: twice the error bound at the end near 1 (16 ulps of p, relative: generous, since
+    # PyTensor's and NumPy's sigmoids round differently), still under 0.2% of the claim
+    assert claimed - (eta[1] - eta[0]) >= 2 * 16 * np.finfo(float).eps * p[1] / (1 - p[1])
+    assert claimed <= 1.002 * computed
+
+
+def test_campaign_seed_1000622_is_certified_and_kept_by_the_thorough_check():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.fuzz.harness import run_one
+
+    result = run_one(1000622)
+    assert result.status == "certified" and not result.problems, result.problems
