@@ -368,7 +368,7 @@ def _log_diff(log_a: np.ndarray, log_b: np.ndarray) -> np.ndarray:
     return np.where(ok, log_a + _log1mexp(d), -np.inf)
 
 
-def _interval_log_mass(rv, var: str, lo, hi, shape, ctx) -> np.ndarray:
+def interval_log_mass(rv, var: str, lo, hi, shape, ctx) -> np.ndarray:
     """``log P(lo <= rv <= hi)`` per element of a root RV (None: that end open): from the CDF
     below the median and from the survival function above it, so that an interval far in the
     upper tail (``intercept in [4.34, 5.57]`` under ``N(0, 0.5)``: both CDFs round to 1) keeps
@@ -472,7 +472,7 @@ def _exact_mass_pieces(constraints, ctx) -> list | None:
             if rv.owner.op.ndim_supp != 0:
                 return None
             try:
-                pieces.append(np.minimum(_interval_log_mass(rv, var, lo, hi, ctx.shapes[var], ctx), 0.0))
+                pieces.append(np.minimum(interval_log_mass(rv, var, lo, hi, ctx.shapes[var], ctx), 0.0))
             except Exception:
                 return None
         elif len(cons) == 1 and isinstance(cons[0], NormBallConstraint) and cons[0].weights is None:

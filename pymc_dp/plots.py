@@ -367,11 +367,11 @@ def _interval_panel(pmod, name, lo, hi, bins) -> _Panel:
             prior = np.array([dens[float(t)].mean() for t in x])
             # in log space from the CDF below the median and the survival function above it: a
             # difference of CDFs rounds a far upper tail to 0 (tests/fuzz/FOUND.md #7)
-            from pymc_dp.masses import _interval_log_mass
+            from pymc_dp.masses import interval_log_mass
 
             lo_open = lo if lo is not None and lo > support[0] else None
             hi_open = hi if hi is not None and hi < support[1] else None
-            masses = np.exp(np.asarray(_interval_log_mass(rv, name, lo_open, hi_open, shape, ctx), float)).reshape(-1)
+            masses = np.exp(np.asarray(interval_log_mass(rv, name, lo_open, hi_open, shape, ctx), float)).reshape(-1)
             masses = np.clip(masses, 0.0, 1.0)
             if np.all(masses > 0) and np.all(np.isfinite(prior)):
                 truncated = np.array([np.mean(dens[float(t)] / masses) for t in tx])

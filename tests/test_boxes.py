@@ -268,6 +268,7 @@ def _constant_only(monkeypatch):
         return None
 
     monkeypatch.setattr(pymc_dp.boxes, "region_half_oscillation", no_oscillation)
+    monkeypatch.setattr(pymc_dp.boxes, "region_half_coupled_oscillation", no_oscillation)
 
 
 @pytest.mark.parametrize("free_scale", [False, True])

@@ -117,9 +117,9 @@ def _canonical(param, space: str, domain, family: str, mean, trials=1.0) -> np.n
     ``A'`` increasing, so over the counts ``{lo..hi}`` and ``eta in [e_lo, e_hi]`` ``|df/deta|`` is at
     most ``max(|hi - A'(e_lo)|, |A'(e_hi) - lo|)``; times the window's slide. For a probability
     (logit scale) the model's float64 ``ln p`` and ``ln(1 - p)`` err near 0 and 1: twice ``trials``
-    times that error at the hull's ends is added (:func:`~pymc_dp.rules.oscillation._probability_error`,
+    times that error at the hull's ends is added (:func:`~pymc_dp.rules.oscillation.probability_error`,
     largest at an end: it is convex in p)."""
-    from pymc_dp.rules.oscillation import _probability_error
+    from pymc_dp.rules.oscillation import probability_error
 
     e = _range_and_width(param, space)
     if e is None:
@@ -130,7 +130,7 @@ def _canonical(param, space: str, domain, family: str, mean, trials=1.0) -> np.n
         score = np.maximum(np.abs(y_hi - mean(e_lo)), np.abs(mean(e_hi) - y_lo))
         out = score * w
         if space == "logit":
-            error = np.maximum(_probability_error(_sigmoid(e_lo)), _probability_error(_sigmoid(e_hi)))
+            error = np.maximum(probability_error(_sigmoid(e_lo)), probability_error(_sigmoid(e_hi)))
             out = out + 2.0 * np.asarray(trials, float) * np.where(w > 0, error, 0.0)
         return _fail_closed(out)
 

@@ -168,7 +168,7 @@ def _logit(p):
 _P_ROUNDING = 16 * np.finfo(float).eps
 
 
-def _probability_error(p):
+def probability_error(p):
     """The absolute error of ``ln p - ln(1 - p)`` computed from ``p`` rounded by ``_P_ROUNDING``
     relative: ``ln p`` errs by about ``_P_ROUNDING``, ``ln(1 - p)`` by ``_P_ROUNDING p / (1 - p)``."""
     p = np.asarray(p, float)
@@ -185,7 +185,7 @@ def _count_span(domain, family, support_lo=0) -> float:
 @natural_parameter.register(BernoulliRV)
 def _bernoulli(op, domain, params, free):
     """``ln p(x) = x logit(p) + ln(1 - p)``: ``eta = logit p`` (increasing), ``T = x``."""
-    return NaturalParameter("Bernoulli", _logit, True, np.asarray(_count_span(domain, "Bernoulli")), _probability_error)
+    return NaturalParameter("Bernoulli", _logit, True, np.asarray(_count_span(domain, "Bernoulli")), probability_error)
 
 
 @natural_parameter.register(BinomialRV)
@@ -194,7 +194,7 @@ def _binomial(op, domain, params, free):
     own: it cancels with ``A``): ``eta = logit p``, ``T = x``."""
     if free != 1:
         return None
-    return NaturalParameter("Binomial", _logit, True, np.asarray(_count_span(domain, "Binomial")), _probability_error)
+    return NaturalParameter("Binomial", _logit, True, np.asarray(_count_span(domain, "Binomial")), probability_error)
 
 
 @natural_parameter.register(PoissonRV)
@@ -208,7 +208,7 @@ def _geometric(op, domain, params, free):
     """Trials to the first success, ``ln p(x) = (x - 1) ln(1 - p) + ln p``: ``eta = ln(1 - p)``
     (decreasing in p), ``T = x``."""
     return NaturalParameter("Geometric", lambda p: np.log1p(-p), False, np.asarray(_count_span(domain, "Geometric", 1)),
-                            _probability_error)
+                            probability_error)
 
 
 @natural_parameter.register(ExponentialRV)
