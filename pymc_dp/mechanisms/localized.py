@@ -323,8 +323,7 @@ class LocalizedPosterior(Mechanism):
             out = {}
             for rv in model.free_RVs:
                 t = model.rvs_to_transforms.get(rv)
-                x = np.asarray(theta_hat[rv.name], dtype=float)
-                u = x if t is None else np.asarray(t.forward(x, *rv.owner.inputs).eval(), dtype=float)
+                u = self._unconstrained(rv, theta_hat[rv.name])
                 ends = [u - c * scale[rv.name], u + c * scale[rv.name]]
                 if t is not None:
                     ends = [np.asarray(t.backward(e, *rv.owner.inputs).eval(), dtype=float) for e in ends]
