@@ -119,7 +119,11 @@ def audit(
         Statistical: audit one draw against the per-draw epsilon (default), or a statistic (the
         mean) of a whole release of ``draws`` draws against the release's total epsilon.
     random_seed : int, optional
-        Seeds the search's random datasets and the statistical runs.
+        Seeds the search's random datasets and the statistical runs. A mechanism whose noise
+        OpenDP draws (noisy statistics, Laplace updates, ...) is run with OpenDP's sampler, which
+        reads the operating system's entropy and cannot be seeded: its statistical verdict varies
+        from run to run, and on a mechanism whose claim is attained it reads "fail" with
+        probability about ``(1 - confidence) / 2`` (use ``confidence=0.999`` in a test).
     max_bases, max_pairs, groups, levels, random_bases : int
         Search size: base datasets (fewer when they would give more than about ``max_pairs``
         neighbouring pairs); groups of identical rows (or users) changed per base dataset (the

@@ -70,7 +70,7 @@ def test_statistical_audit_passes_on_a_gaussian_release():
         pm.Bernoulli("o", pm.Beta("p", 1, 1), observed=yd)
     mech = pymc_dp.noisy_statistics(coin, epsilon=0.5, delta=DELTA, data={"y": pymc_dp.Binary()}, ledger=None)
     assert isinstance(mech, NoisyStatistics) and mech.noise == "gaussian"
-    res = pymc_dp.audit(mech, runs=20_000, random_seed=0, max_pairs=200)
+    res = pymc_dp.audit(mech, runs=20_000, confidence=0.999, random_seed=0, max_pairs=200)
     assert res.verdict in ("pass", "inconclusive"), str(res)
     assert res.measured <= 0.5 and res.delta == DELTA
 
