@@ -46,7 +46,7 @@ from pymc_dp.privacy_report import (
     report_release,
 )
 from pymc_dp.private_data import PrivateData
-from pymc_dp.release import check_budgeted_draws, check_ledger, draws_dataset
+from pymc_dp.release import check_budgeted_draws, check_ledger, draws_dataset, path_choice
 from pymc_dp.release import release as release_draws
 from pymc_dp.sampling import check_backend, pilot_unmoved, run_mcmc, starts_at_initvals
 from pymc_dp.seeds import check_mcmc_seed, exact_rng
@@ -87,7 +87,12 @@ class PrivateModel:
         model and its start values, the certificate): public fields, frozen.
     model : pm.Model
         The rewritten model whose prior is restricted to Theta_L. The user's model is unchanged.
+    path_choice : PathChoice or None
+        How ``make_private(..., path="auto")`` chose posterior sampling, and why (public; stated
+        in every release record and report); None when the user chose it.
     """
+
+    path_choice: Any = None
 
     def __init__(
         self,
@@ -474,7 +479,7 @@ class PrivateModel:
         last = getattr(self, "last_release", None)
         if last is None:
             return report_certificate(self.certificate.to_dict(), confidence=confidence,
-                                      max_diagnostic_rows=max_diagnostic_rows)
+                                      max_diagnostic_rows=max_diagnostic_rows, path=path_choice(self))
         released_cert = {k: v for k, v in release_payload(last).items() if k not in ("release", "schema")}
         if released_cert != normalised(self.certificate.to_dict()):
             raise ValueError(
@@ -566,9 +571,8 @@ def _other_path(path, model, **keywords):
     factory = _PATHS.get(path)
     if factory is None:
         raise PrivacyError(
-            f"path={path!r} is not a release path; use one of {['posterior', *sorted(_PATHS)]} (the noise-aware "
-            "paths are pymc_dp.noisy_statistics and pymc_dp.recommend; path='auto' is not offered until it is "
-            "measured to be at least as good as posterior sampling, issue 33)."
+            f"path={path!r} is not a release path; use one of {['posterior', *sorted(_PATHS)]} ('auto' chooses "
+            "among them from public facts; pymc_dp.recommend says which it would choose and why)."
         )
     return factory(model, **keywords)
 
@@ -624,12 +628,16 @@ def private(
         release so that the cumulative spend on a dataset is visible across sessions.
         ``pymc_dp.Ledger(path, epsilon=total, delta=total)`` also refuses releases that would
         overspend the total. ``None``: nothing is recorded.
-    path : {"posterior", "localized"}
+    path : {"posterior", "localized", "noisy_statistics", "auto"}
         How the draws are released. ``"posterior"``: posterior sampling on one region chosen from
         public facts. ``"localized"``: a quarter of ``epsilon`` locates the posterior privately,
         the rest samples a region around that place
-        (:class:`~pymc_dp.mechanisms.localized.LocalizedPosterior`, docs/theory/localized.md);
-        it returns that mechanism, with the same ``sample()``.
+        (:class:`~pymc_dp.mechanisms.localized.LocalizedPosterior`, docs/theory/localized.md).
+        ``"noisy_statistics"``: noisy sufficient statistics released once and the noise-aware
+        posterior given them (:func:`pymc_dp.noisy_statistics`; any number of draws, free).
+        ``"auto"``: the path public facts say serves the model best
+        (:func:`pymc_dp.mechanisms.auto.choose_path`; its ``path_choice`` and every report say
+        which and why). Each returns its mechanism, with the same ``sample()`` and report.
 
     Returns
     -------

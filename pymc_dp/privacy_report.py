@@ -360,13 +360,17 @@ def report_certificate(
     confidence: float = DEFAULT_CONFIDENCE,
     max_diagnostic_rows: int = DEFAULT_MAX_DIAGNOSTIC_ROWS,
     mechanism: Mapping | None = None,
+    path: Mapping | None = None,
 ) -> PrivacyReport:
     """The report of a certificate before any release (``certificate``: its ``to_dict()``): what
     a release would guarantee, without diagnostics. ``mechanism``: the public facts of a mechanism
-    other than posterior sampling (private MAP: ``mechanism``, ``beta``, ``sensitivity``)."""
+    other than posterior sampling (private MAP: ``mechanism``, ``beta``, ``sensitivity``).
+    ``path``: how ``path="auto"`` chose this release (``PathChoice.to_dict()``), if it did."""
     confidence = _check_confidence(confidence)
-    return PrivacyReport(_content(normalised(certificate), None, None, confidence, int(max_diagnostic_rows),
-                                  mechanism=dict(mechanism) if mechanism else None))
+    content = _content(normalised(certificate), None, None, confidence, int(max_diagnostic_rows),
+                       mechanism=dict(mechanism) if mechanism else None)
+    content["path"] = normalised(path) if path else None
+    return PrivacyReport(content)
 
 
 _UNIT_TEXT = {
@@ -600,6 +604,8 @@ def _content(
         "refutation": cert.get("refutation"),
         "warnings": warnings_,
         "versions": dict(sorted(cert.get("versions", {}).items())),
+        # how path="auto" chose this release and why (public); None: the user named the path
+        "path": (release or {}).get("path"),
     }
     if mechanism is not None:
         content["mechanism"] = {
@@ -767,6 +773,7 @@ def _mechanism_content(p: dict, posterior, max_rows: int) -> dict:
         "ledger": _ledger(release),
         "diagnostics": _diagnostics(posterior, {"method": "exact"}, max_rows),
         "versions": dict(sorted(p.get("versions", {}).items())),
+        "path": release.get("path"),
     }
     total = content["diagnostics"]["draws_total"]
     content["warnings"] = [] if total == content["budget"]["draws"] else [

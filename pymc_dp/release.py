@@ -31,7 +31,7 @@ from pymc_dp.exceptions import PrivacyError
 from pymc_dp.ledger import Ledger
 from pymc_dp.record import attach
 
-__all__ = ["check_budgeted_draws", "check_ledger", "draws_dataset", "ledger_state", "publish", "release", "reservation"]
+__all__ = ["check_budgeted_draws", "check_ledger", "draws_dataset", "ledger_state", "path_choice", "publish", "release", "reservation"]
 
 
 def check_ledger(ledger):
@@ -97,13 +97,25 @@ def reservation(source, epsilon: float, delta: float, note: Mapping[str, Any]) -
     ledger = source.ledger
     if ledger is None:
         return contextlib.nullcontext()
-    return ledger.spend(source.dataset_id, epsilon, delta, description=dict(note))
+    choice = path_choice(source)
+    note = dict(note) if choice is None else {**note, "path": choice["chosen"]}
+    return ledger.spend(source.dataset_id, epsilon, delta, description=note)
+
+
+def path_choice(source) -> dict | None:
+    """How ``make_private(..., path="auto")`` chose ``source``'s path (its ``path_choice``, public),
+    as JSON; None when the user named the path."""
+    choice = getattr(source, "path_choice", None)
+    return None if choice is None else choice.to_dict()
 
 
 def publish(source, groups: Mapping[str, xr.Dataset], record: Mapping[str, Any], *, allow_nan: bool = False) -> az.InferenceData:
     """The ``az.InferenceData`` of ``groups`` with ``record`` attached; kept as
     ``source.last_release``."""
     idata = az.InferenceData(**dict(groups))
+    choice = path_choice(source)
+    if choice is not None:  # the chosen path and why: public facts, in the release section
+        record = {**record, "release": {**record.get("release", {}), "path": choice}}
     attach(idata, record, allow_nan=allow_nan)
     source.last_release = idata
     return idata

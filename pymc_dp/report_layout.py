@@ -46,6 +46,14 @@ def _section(title, *, lead=None, alerts=(), paragraphs=(), kv=(), tables=()):
             "tables": list(tables)}
 
 
+def _path_section(path: dict | None) -> list[dict]:
+    """How ``path="auto"`` chose the release path, and the paths it passed over (none: the user chose)."""
+    if not path:
+        return []
+    kv = [("chosen path", path["chosen"])] + [(f"not {p}", why) for p, why in path.get("considered", [])]
+    return [_section("Release path", lead=f"Chosen by path='auto' from public facts only: {path['reason']}.", kv=kv)]
+
+
 def _mechanism_sections(c: dict) -> list[dict]:
     b, u = c["budget"], c["unit"]
     out = []
@@ -60,6 +68,7 @@ def _mechanism_sections(c: dict) -> list[dict]:
         if "statement" in g:  # metric DP: the guarantee in its metric form
             head = f"{g['statement']}; for {b['draws']} posterior draws ({c['mechanism']}), epsilon per unit of rho."
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[f"Mechanism: {c['algorithm']}."]))
+    out += _path_section(c.get("path"))
     kv = [("epsilon", _f(b["epsilon"], 6)), ("delta", _f(b["delta"], 3) if b["delta"] else "0"), ("privacy unit", u["text"])]
     kv += [(f"domain of {k}", v) for k, v in c["domains"].items()]
     if c["public"]:
@@ -151,6 +160,7 @@ def sections(c: dict) -> list[dict]:
     alerts = [("danger" if w["kind"] in ("mcmc", "inconsistent") else "warning", w["text"]) for w in c["warnings"]]
     alerts += _preprocessing_alert(c.get("preprocessing"), b["epsilon"])
     out.append(_section("Summary", lead=head, alerts=alerts, paragraphs=[status]))
+    out += _path_section(c.get("path"))
 
     # --- budget
     comp = b["composition"]

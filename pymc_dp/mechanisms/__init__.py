@@ -22,6 +22,7 @@ The noise mechanisms implement :class:`~pymc_dp.mechanisms.base.Mechanism` (rele
 ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 """
 
+from pymc_dp.mechanisms.auto import PathChoice, choose_path
 from pymc_dp.mechanisms.base import Mechanism
 from pymc_dp.mechanisms.counts import NoisyCounts
 from pymc_dp.mechanisms.localized import LocalizedPosterior, localized_posterior
@@ -41,6 +42,8 @@ __all__ = [
     "FourierUpdates",
     "LaplaceUpdates",
     "Mechanism",
+    "PathChoice",
+    "choose_path",
     "NoisyCounts",
     "NoisyStatistics",
     "Recommendation",

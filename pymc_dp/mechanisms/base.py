@@ -79,8 +79,12 @@ class Mechanism(abc.ABC):
         The user's model (never mutated).
     reads : tuple of str
         The private containers the release depends on (the audit changes only these).
+    path_choice : PathChoice or None
+        How ``make_private(..., path="auto")`` chose this mechanism, and why (public; stated in
+        every release record and report); None when the user chose it.
     """
 
+    path_choice: Any = None
     name: str
     epsilon: float
     delta: float

@@ -148,7 +148,7 @@ def test_make_private_and_the_decorator_offer_the_localized_path():
 
     assert isinstance(build(), LocalizedPosterior)
     with pytest.raises(pymc_dp.PrivacyError, match="not a release path"):
-        pymc_dp.make_private(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, path="auto")
+        pymc_dp.make_private(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, path="bogus")
     with pytest.raises(pymc_dp.PrivacyError, match="bounds= and split="):
         pymc_dp.make_private(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None,
                              path="localized", bounds={"p": (0.1, 0.9)})
