@@ -10,6 +10,7 @@ is charged once, before anything runs, with the sum of the two stages.
 """
 
 import json
+import logging
 
 import numpy as np
 import pymc as pm
@@ -211,3 +212,78 @@ def test_a_first_box_the_rules_cannot_bound_falls_back_to_a_posterior_draw(monke
     assert mech.first_stage == "posterior" and mech.wide is None
     with pytest.raises(pymc_dp.BudgetExceededError):
         LocalizedPosterior(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=None, first_stage="tempered")
+
+
+# --------------------------------------------------------------------------- what a release holds
+#: the release section of a localized record: the paid-for stage facts and the driver's fields
+RELEASE_KEYS = {"mechanism", "epsilon_locate", "epsilon_sample", "beta_locate", "location", "first_stage", "box_locate",
+                "box_sample", "fallback", "width_rule", "beta_sample", "method", "ledger"}
+#: what may differ between the records of two datasets of the same shapes: functions of the
+#: location, which is paid for by the first stage's share
+PAID_FOR = {"location", "box_sample", "fallback", "width_rule", "beta_sample"}
+
+
+def _student(y):
+    with pm.Model() as model:
+        yd = pm.Data("y", y)
+        pm.StudentT("obs", nu=3, mu=pm.Normal("mu", 0, 3), sigma=1.0, observed=yd)
+    return model
+
+
+def test_a_release_holds_released_draws_and_public_facts_only(tmp_path):
+    """DESIGN.md section 7 for the two-stage release: only the posterior group, no attribute but
+    the record, no data value or statistic or fingerprint in it, and between two datasets of the
+    same shapes the record differs only in the paid-for functions of the location."""
+    h5py = pytest.importorskip("h5py")
+    rng = np.random.default_rng(7)
+    ya, yb = rng.uniform(-4, 4, 24), rng.uniform(-4, 4, 24)
+    records, releases = [], []
+    for y in (ya, yb):
+        mech = LocalizedPosterior(_student(y), epsilon=4.0, draws=3, data={"y": pymc_dp.Interval(-5, 5)}, ledger=None)
+        idata = mech.sample(random_seed=5, chains=1, tune=200)
+        assert idata.groups() == ["posterior"] and set(idata.posterior.data_vars) == {"mu"}
+        assert set(idata.attrs) == {"pymc_dp"} and set(idata.posterior.attrs) == {"pymc_dp"}
+        text = idata.attrs["pymc_dp"]
+        assert mech.dataset_id[:8] not in text
+        for stat in (*y, y.mean(), y.sum(), float(np.median(y)), y.std()):
+            assert repr(float(stat)) not in text, stat
+        record = json.loads(text)
+        assert set(record["release"]) == RELEASE_KEYS, sorted(record["release"])
+        records.append(record)
+        path = tmp_path / f"{len(releases)}.nc"
+        idata.to_netcdf(path)
+        with h5py.File(path, "r") as f:
+            assert set(f.keys()) == {"posterior"}
+        assert mech.dataset_id[:8].encode() not in path.read_bytes()
+        assert y.astype(np.float64).tobytes() not in path.read_bytes()
+        releases.append(idata)
+    a, b = ({**r, "release": {k: v for k, v in r["release"].items() if k not in PAID_FOR}} for r in records)
+    assert a == b
+
+
+def test_the_first_stage_runs_quietly_and_the_released_run_as_pymc_speaks(caplog):
+    mech = LocalizedPosterior(_student(np.linspace(-1, 2, 12)), epsilon=4.0, draws=2, data={"y": pymc_dp.Interval(-5, 5)},
+                              ledger=None)
+    with caplog.at_level(logging.INFO, logger="pymc"):
+        mech.sample(random_seed=1, chains=1, tune=100)
+    runs = [r for r in caplog.records if r.getMessage().startswith("Sampling 1 chain")]
+    assert len(runs) == 1 and "2 draw iterations" in runs[0].getMessage()
+    assert logging.getLogger("pymc").level == logging.NOTSET or logging.getLogger("pymc").level <= logging.INFO
+
+
+def test_a_second_stage_over_its_share_is_a_typed_refusal_and_the_charge_stays(tmp_path, monkeypatch):
+    """A second box certified above epsilon_2 would be pymc_dp's defect: it must be caught, typed,
+    with nothing released (the first stage already ran, so the charge stays, as failed)."""
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite")
+    mech = LocalizedPosterior(coin(), epsilon=4.0, draws=1, data={"x": pymc_dp.Binary()}, ledger=ledger)
+    honest = mech.second_box
+
+    def too_wide(theta_hat):  # the whole unit interval at beta_2 = 1: 2 ln(0.999 / 0.001) > epsilon_2 = 3
+        return {**honest(theta_hat), "bounds": {"p": (0.001, 0.999)}, "beta_2": 1.0}
+
+    monkeypatch.setattr(mech, "second_box", too_wide)
+    with pytest.raises(pymc_dp.BudgetExceededError, match="defect of pymc_dp"):
+        mech.sample(random_seed=2)
+    assert mech.last_release is None
+    (row,) = ledger.releases()
+    assert row["status"] == "failed" and row["epsilon"] == pytest.approx(4.0)
