@@ -231,8 +231,8 @@ def _student(y):
 
 
 def test_a_release_holds_released_draws_and_public_facts_only(tmp_path):
-    """DESIGN.md section 7 for the two-stage release: only the posterior group, no attribute but
-    the record, no data value or statistic or fingerprint in it, and between two datasets of the
+    """What a release may hold (docs/theory/release.md), for the two-stage release: only the
+    posterior group, no attribute but the record, no data value or statistic or fingerprint in it, and between two datasets of the
     same shapes the record differs only in the paid-for functions of the location."""
     h5py = pytest.importorskip("h5py")
     rng = np.random.default_rng(7)
