@@ -29,6 +29,7 @@ from pymc_dp.mechanisms.localized import LocalizedPosterior, localized_posterior
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
 from pymc_dp.mechanisms.metric import MetricPosterior, metric_posterior
 from pymc_dp.mechanisms.paths import Recommendation, noisy_statistics, recommend
+from pymc_dp.mechanisms.preview import UtilityPreview, preview
 from pymc_dp.mechanisms.statistics import NoisyStatistics
 from pymc_dp.mechanisms.stochastic import StochasticPosterior, stochastic_posterior
 from pymc_dp.mechanisms.updates import (
@@ -47,6 +48,8 @@ __all__ = [
     "NoisyCounts",
     "NoisyStatistics",
     "Recommendation",
+    "UtilityPreview",
+    "preview",
     "recommend",
     "PrivateMAP",
     "LocalizedPosterior",

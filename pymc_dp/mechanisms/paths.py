@@ -159,15 +159,20 @@ class Recommendation:
     options : dict
         Keyword arguments for the recommended constructor (empty unless a path needs some):
         ``{"refine": 0.6}`` for a regression whose first stage can set a narrow residual band.
+    preview : UtilityPreview or None
+        With ``recommend(..., preview=k)``: how far ``k`` releases of the recommended path land
+        from the non-private posterior on simulated data (:func:`pymc_dp.preview`).
     """
 
     path: str
     reason: str
     variance_inflation: dict
     options: dict = dataclasses.field(default_factory=dict)
+    preview: Any = None
 
     def __str__(self):
-        return f"{self.path}: {self.reason}"
+        text = f"{self.path}: {self.reason}"
+        return text if self.preview is None else f"{text}\n{self.preview}"
 
 
 def recommend(
@@ -179,6 +184,8 @@ def recommend(
     public: Sequence[str] = (),
     random_seed: int = 0,
     delta: float = 0.0,
+    preview: int = 0,
+    draws: int = 1,
 ) -> Recommendation:
     """Say which private path is expected to serve ``model`` better, from public facts only.
 
@@ -194,7 +201,22 @@ def recommend(
       noisy-statistics path does not apply.
 
     The user can still pick either path. ``delta > 0`` advises on the Gaussian-noise release.
+    ``preview=k`` (k > 0) also previews the recommended path's utility on ``k`` simulated datasets
+    (:func:`pymc_dp.preview`, at ``draws`` draws for posterior sampling; minutes, nothing spent):
+    the recommendation's ``preview``.
     """
+    rec = _recommend(model, epsilon=epsilon, data=data, unit=unit, public=public, random_seed=random_seed, delta=delta)
+    if not preview:
+        return rec
+    from pymc_dp.mechanisms.preview import preview as run_preview
+
+    path = "noisy_statistics" if rec.path == "noisy_statistics" else "posterior"
+    return dataclasses.replace(rec, preview=run_preview(model, epsilon=epsilon, draws=draws, data=data, path=path,
+                                                        delta=delta, unit=unit, public=public, datasets=int(preview),
+                                                        random_seed=random_seed))
+
+
+def _recommend(model, *, epsilon, data, unit, public, random_seed, delta) -> Recommendation:
     try:
         mech = noisy_statistics(model, epsilon=epsilon, delta=delta, data=data, unit=unit, public=public, ledger=None)
     except (UnsupportedFactorError, DomainError, NotImplementedError) as err:

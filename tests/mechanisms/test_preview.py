@@ -1,0 +1,86 @@
+"""The utility preview (pymc_dp/mechanisms/preview.py): public facts only, nothing spent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_dp
+from pymc_dp.mechanisms.preview import UtilityPreview, simulated_datasets
+
+X = pymc_dp.Binary()
+
+
+def coin(x):
+    with pm.Model() as model:
+        xd = pm.Data("x", x)
+        pm.Bernoulli("obs", p=pm.Beta("p", 2, 2), observed=xd)
+    return model
+
+
+def regression(X_, y):
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X_), pm.Data("y", y)
+        w = pm.Normal("w", 0, 1, shape=2)
+        pm.Normal("obs", pm.math.dot(Xd, w), 1.0, observed=yd)
+    return model
+
+
+def test_the_simulated_datasets_read_no_private_value_and_leave_the_model_alone():
+    rng = np.random.default_rng(0)
+    a = regression(rng.uniform(-1, 1, (30, 2)), rng.uniform(-3, 3, 30))
+    b = regression(np.zeros((30, 2)), np.full(30, 2.5))
+    domains = {"X": pymc_dp.Box([-1, -1], [1, 1]), "y": pymc_dp.Interval(-3, 3)}
+    before = {name: np.array(a[name].get_value()) for name in ("X", "y")}
+    _, sa, out_a = simulated_datasets(a, domains, datasets=3, random_seed=4)
+    _, sb, out_b = simulated_datasets(b, domains, datasets=3, random_seed=4)
+    assert out_a == out_b
+    for da, db in zip(sa, sb):
+        assert set(da) == {"X", "y"}
+        np.testing.assert_array_equal(da["X"], db["X"])
+        np.testing.assert_array_equal(da["y"], db["y"])
+        assert np.all(np.abs(da["y"]) <= 3) and np.all(np.abs(da["X"]) <= 1)
+    for name, value in before.items():  # the user's model still holds its own data
+        np.testing.assert_array_equal(a[name].get_value(), value)
+
+
+def test_the_datasets_with_fewest_records_outside_the_domains_are_kept():
+    with pm.Model() as wide:
+        yd = pm.Data("y", np.zeros(20))
+        pm.Normal("obs", pm.Normal("mu", 0, 10), 1.0, observed=yd)
+    _, sims, outside = simulated_datasets(wide, {"y": pymc_dp.Interval(-1, 1)}, datasets=4, candidates=64, random_seed=0)
+    assert outside == sorted(outside) and outside[0] <= 20
+    assert all(np.all(np.abs(s["y"]) <= 1) for s in sims)
+
+
+def test_a_tighter_budget_previews_a_farther_release_and_nothing_is_spent(tmp_path):
+    model = coin(np.r_[np.ones(120), np.zeros(80)].astype(int))
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite")
+    tight = pymc_dp.preview(model, epsilon=0.05, draws=1, data={"x": X}, datasets=3, random_seed=1)
+    loose = pymc_dp.preview(model, epsilon=50.0, draws=1, data={"x": X}, datasets=3, random_seed=1)
+    assert isinstance(tight, UtilityPreview) and len(tight.releases) == 3
+    assert tight.median_distance > loose.median_distance
+    assert 0.0 <= loose.within_2_sds <= 1.0 and loose.chosen == "posterior"
+    assert "utility preview of path 'posterior'" in str(loose)
+    assert ledger.releases() == []
+
+
+def test_a_path_that_refuses_every_simulated_dataset_says_so():
+    with pm.Model() as model:
+        yd = pm.Data("y", np.zeros(10))
+        pm.StudentT("obs", nu=3, mu=pm.Normal("mu", 0, 1), sigma=1.0, observed=yd)
+    with pytest.raises(pymc_dp.PrivacyError, match="StudentT"):
+        pymc_dp.preview(model, epsilon=1.0, draws=1, data={"y": pymc_dp.Interval(-2, 2)}, path="noisy_statistics",
+                        datasets=1)
+    with pytest.raises(ValueError, match="datasets"):
+        pymc_dp.preview(model, epsilon=1.0, draws=1, data={"y": pymc_dp.Interval(-2, 2)}, datasets=0)
+
+
+def test_recommend_previews_the_recommended_path_on_request():
+    model = coin(np.r_[np.ones(30), np.zeros(20)].astype(int))
+    plain = pymc_dp.recommend(model, epsilon=1.0, data={"x": X})
+    assert plain.preview is None
+    rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": X}, preview=1)
+    assert rec.path == plain.path and isinstance(rec.preview, UtilityPreview)
+    assert rec.preview.path == "noisy_statistics" and "utility preview" in str(rec)
