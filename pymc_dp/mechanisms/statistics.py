@@ -551,14 +551,14 @@ class NoisyStatistics(Mechanism):
                 f"{k}: {w:g}" for k, w in self.weights.items())
         if self.noise == "laplace" and weighted:
             derivation = per_statistic + (
-                f". Jointly, sum_j w_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval "
-                f"branch and bound; a change attains {attained:.6g}; the sum of the weights would bound it by "
+                f". Jointly, sum_j w_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified: exact reduction "
+                f"to a concave quadratic, else interval branch and bound; a change attains {attained:.6g}; the sum of the weights would bound it by "
                 f"{sum(self.weights.values()):g}), so Laplace scales b_j = Delta_j K / (w_j epsilon) give epsilon"
             )
         elif self.noise == "laplace":
             derivation = per_statistic + (
-                f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified by interval branch "
-                f"and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
+                f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified: exact reduction to a "
+                f"concave quadratic, else interval branch and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
                 f"{d}), so Laplace scales b_j = Delta_j K / epsilon give epsilon"
             )
         else:

@@ -99,7 +99,9 @@ def test_sensitivity_is_attained_by_neighbours(build, domain, expected):
         spans = np.array(list(expected.values()))
         t = np.stack([grid, grid**2], axis=1)
         K = np.max(np.abs(t[:, None, :] - t[None, :, :]) @ (1 / spans))
-    assert mech.joint["attained"] <= K + 1e-9 <= mech.joint["K"] + 1e-9 <= 1.01 * K + 1e-9
+    # the grid's best is a lower estimate of the supremum; "attained" is a pair of values off the grid
+    assert K <= mech.joint["K"] + 1e-9 <= 1.01 * max(K, mech.joint["attained"]) + 1e-9
+    assert mech.joint["attained"] <= mech.joint["K"]
     assert mech.noise_scales == {k: v * mech.joint["K"] / 1.0 for k, v in expected.items()}
 
 
