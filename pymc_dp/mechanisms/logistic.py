@@ -37,8 +37,9 @@ Only utility depends on these choices, never privacy.
 
 Privacy proof
 -------------
-Fix a stage and its public inputs (iterate ``c``, orthonormal basis ``V``, weights ``w``). Over
-the domain box of ``z`` (corners ``Q``; a convex function of ``z`` is largest at one), let
+Fix a stage and its public inputs (iterate ``c``, orthonormal basis ``V``, weights ``w``). Up to
+``MAX_CORNER_COVARIATES`` covariates, over the domain box of ``z`` (corners ``Q``, of the bounding
+box for a Ball; a convex function of ``z`` is largest at one), let
 ``R_j = max_Q |V_jᵀz|``, ``rho = sigma(max_Q |zᵀc|)`` and ``alpha = sigma'(dist(0, [min_Q zᵀc,
 max_Q zᵀc]))`` (``zᵀc`` is linear, so its range over the box is that of the corners, and
 ``sigma'`` decreases in ``|zᵀc|``).
@@ -60,6 +61,14 @@ max_Q zᵀc]))`` (``zᵀc`` is linear, so its range over the box is that of the 
    ``m``; never below ``SLOPE_FLOOR`` in place of ``alpha``). Scales
    ``s_jk = w_jk sum(D / w) / epsilon_i`` make the release of the upper triangle
    ``epsilon_i``-DP.
+*Any number of covariates, Ball domains* (``docs/theory/logistic_newton.md``): the logit's
+range and each ``R_j`` are exact support functions of the records' set (:func:`geometry_of`), so
+``rho``, ``alpha`` and the coordinate-wise bounds above need no corners; the score's change is
+also at most :func:`score_l1_bound` (``2 rho min(sum_j R_j / w_j, ||1/w|| ||V|| sup||z||)``) and
+the information's whole weighted change at most :func:`information_l1_bound` (``2 alpha
+lambda_max(B) ||V||² sup||z||²``). All are upper bounds; the least is used, and above
+``MAX_CORNER_COVARIATES`` only these (the cells' bound runs on the bounding box).
+
 3. Every stage's inputs are functions of the earlier outputs (post-processing), so adaptive
    sequential composition gives ``sum_t (epsilon_s,t + epsilon_i,t) = epsilon``. The posterior
    is post-processing of the outputs. ``n`` (public under replacement), the domains, the priors
@@ -100,9 +109,14 @@ from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
 from pymc_dp.mechanisms.logistic_bounds import (
     SCORE_SLAB_DIMENSION,
     SLOPE_FLOOR,
+    Geometry,
     information_change_bound,
+    information_l1_bound,
     largest_slope,
+    linear_range,
+    reach_bound,
     score_change_bound,
+    score_l1_bound,
     sigmoid_slope,
 )
 from pymc_dp.mechanisms.noise import continuous_laplace
@@ -123,20 +137,24 @@ ROTATE_SCORE_FROM = 1
 ROTATE_INFORMATION_FROM = 2
 #: eigenvalues of a noisy information below this share of the largest are floored there
 EIGEN_FLOOR = 1e-3
-#: at most this many covariates (the privacy map enumerates the 2^F corners of the box)
-MAX_COVARIATES = 12
+#: up to this many covariates the maps also enumerate the 2^F corners of the (bounding) box, whose
+#: joint bounds are tighter; above it only the closed forms of ``logistic_bounds`` (any F) are used
+MAX_CORNER_COVARIATES = 12
 #: draws of the prior that give its mean and precision on ``c`` (public: the Newton steps' ridge)
 PRIOR_DRAWS = 4000
 
 
 @dataclasses.dataclass(frozen=True)
 class _Covariate:
-    """One covariate: column ``column`` of ``container`` (``-1``: a vector container), declared in [lo, hi]."""
+    """One covariate: column ``column`` of ``container`` (``-1``: a vector container), declared in
+    [lo, hi]; ``ball``: the radius when the container's rows lie in a Ball (then [lo, hi] is its
+    bounding interval)."""
 
     container: str
     column: int
     lo: float
     hi: float
+    ball: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,17 +227,13 @@ def read_logistic(model: pm.Model, domains: Mapping[str, Domain]) -> _Logistic:
     offset, coefs, columns = read_linear_predictor(rv, eta, "logit", "private Newton steps", y, private, domains, shapes)
     features = []
     for container, column, lo, hi, ball in columns:
-        if ball is not None:
+        if ball is not None and any(f.container == container and f.column == column for f in features):
+            # two coordinates equal to one Ball column leave the Ball (|a1 + a2| <= sqrt(2) ||(a1, a2)||)
             raise NotImplementedError(
-                f"the covariate container {container!r} is declared in a Ball; private Newton steps enumerate the "
-                "corners of a box: declare a Box (a Ball of radius r lies in Box(-r, r))."
+                f"column {column} of the Ball container {container!r} enters the logit twice; private Newton steps "
+                "bound a Ball's records by its radius over distinct columns: combine the two terms into one."
             )
-        features.append(_Covariate(container, column, lo, hi))
-    if len(features) > MAX_COVARIATES:
-        raise NotImplementedError(
-            f"factor {rv.name!r} has {len(features)} covariates; private Newton steps enumerate the 2^F corners of the "
-            f"box and are implemented up to {MAX_COVARIATES}."
-        )
+        features.append(_Covariate(container, column, lo, hi, ball))
     unread = sorted(set(domains) - {y} - {f.container for f in features})
     if unread:
         raise UnsupportedFactorError(f"private container(s) {unread} are not read by the logistic regression {rv.name!r}.")
@@ -250,8 +264,28 @@ def scaled_design(lg: _Logistic, arrays: Mapping[str, np.ndarray]) -> np.ndarray
     return np.concatenate([np.ones((len(x), 1)), x], axis=1) if lg.intercept else x
 
 
+def geometry_of(lg: _Logistic) -> Geometry:
+    """The set of scaled records ``z`` (public): the box ``[lo, hi]`` of the scaled covariates,
+    except that the columns of each Ball container form one block ``||(x_b - m_b)||_2 <= r``,
+    i.e. ``z_b = centre_b + (r / h_b) u_b`` with ``||u_b|| <= 1`` (``docs/theory/logistic_newton.md#geometry``)."""
+    k = int(lg.intercept)
+    centre = np.concatenate([np.ones(k), (lg.lo + lg.hi) / 2.0])
+    half = np.concatenate([np.zeros(k), (lg.hi - lg.lo) / 2.0])
+    blocks: dict[str, list[int]] = {}
+    for j, f in enumerate(lg.features):
+        if f.ball is not None:
+            blocks.setdefault(f.container, []).append(j)
+    balls = []
+    for js in blocks.values():
+        idx = np.array(js) + k
+        half[idx] = 0.0
+        balls.append((idx, np.array([lg.features[j].ball / lg.half[j] for j in js])))
+    return Geometry(centre, half, tuple(balls))
+
+
 def box_corners(lg: _Logistic) -> np.ndarray:
-    """``(2^F, D)``: the corners of the scaled covariates' box (with the intercept's 1)."""
+    """``(2^F, D)``: the corners of the scaled covariates' box (with the intercept's 1); for a
+    Ball, of its bounding box (a superset: bounds over it hold over the Ball)."""
     corners = np.array(list(itertools.product(*zip(lg.lo, lg.hi))), float).reshape(-1, len(lg.features))
     return np.concatenate([np.ones((len(corners), 1)), corners], axis=1) if lg.intercept else corners
 
@@ -331,7 +365,8 @@ class NoisyLogistic(NoisyStatistics):
     # ------------------------------------------------------------------ calibration (public)
     def _calibrate(self):
         lg = self.logistic
-        self.corners = box_corners(lg)
+        self.geometry = geometry_of(lg)
+        self.corners = box_corners(lg) if len(lg.features) <= MAX_CORNER_COVARIATES else None
         self.prior_mean, self.prior_precision = self._prior_on_c()
         for share in {e * self.epsilon for pair in self.stages for e in pair if e > 0}:
             continuous_laplace(np.zeros(0), 1.0 / share, sensitivity=1.0, epsilon=share)  # OpenDP's map at each share
@@ -346,7 +381,12 @@ class NoisyLogistic(NoisyStatistics):
             f"of box and slab; up to {SCORE_SLAB_DIMENSION} coefficients) and 2 rho max_Q sum_j |V_j'z| / w_j: epsilon_s-DP. Information V'HV, upper triangle, "
             "Laplace scales s_jk = w_jk sum(D / w) / epsilon_i with D_jk the lesser of the entry's range bound by "
             "interval arithmetic on cells of the box and alpha m R_j^2 (diagonal) or 2 alpha m R_j R_k: epsilon_i-DP. "
-            "Every stage's c_t, V and w are functions of the earlier noisy outputs: adaptive sequential composition gives "
+            "Closed forms that enumerate nothing (docs/theory/logistic_newton.md) also bound both, and above "
+            f"{MAX_CORNER_COVARIATES} covariates (or for a Ball) they replace the corners: the exact support function "
+            "of the records' set for the logit's range and R_j, 2 rho min(sum_j R_j / w_j, ||1/w|| ||V|| sup||z||) for "
+            "the score, 2 alpha lambda_max(B) ||V||^2 sup||z||^2 for the information's weighted L1 change; the least "
+            "bound is used. Every stage's c_t, V and w are functions of the earlier noisy outputs: adaptive sequential "
+            "composition gives "
             f"epsilon = {self.epsilon:g}"
         )
         self.joint = {"K": 1.0, "attained": None, "d": None}
@@ -378,8 +418,12 @@ class NoisyLogistic(NoisyStatistics):
 
     # ------------------------------------------------------------------ one stage's public choices
     def _reach(self, V: np.ndarray) -> np.ndarray:
-        """``(R, C, D)``: ``|V_jᵀz|`` at every corner."""
+        """``(R, C, D)``: ``|V_jᵀz|`` at every corner (of the bounding box; only where enumerated)."""
         return np.abs(np.einsum("cd,rdk->rck", self.corners, V))
+
+    def _logit_range(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(R,)`` each: the range of ``zᵀc`` over the records' set (closed form, exact)."""
+        return linear_range(self.geometry, c)
 
     def _basis(self, rotate: bool, c, H):
         """``(curvatures, basis)``: the eigenpairs of the latest information plus the prior's
@@ -394,10 +438,9 @@ class NoisyLogistic(NoisyStatistics):
         D = c.shape[1]
         rotate = H is not None and t >= ROTATE_INFORMATION_FROM
         lam, V = self._basis(rotate, c, H)
-        eta = c @ self.corners.T  # (R, C): z'c is linear, so its range over the box is the corners'
         # the margin covers a last-ulp rounding of the data's own slopes
-        alpha = np.maximum(largest_slope(eta.min(axis=1), eta.max(axis=1)) * (1.0 + 1e-9), SLOPE_FLOOR)  # (R,)
-        reach = self._reach(V).max(axis=1)  # (R, D)
+        alpha = np.maximum(largest_slope(*self._logit_range(c)) * (1.0 + 1e-9), SLOPE_FLOOR)  # (R,)
+        reach = reach_bound(self.geometry, V)  # (R, D): exact, the corners' without enumerating them
         iu = np.triu_indices(D)
         factor = np.where(iu[0] == iu[1], 1.0, 2.0)
         coordinatewise = factor * reach[:, iu[0]] * reach[:, iu[1]]  # (R, entries)
@@ -411,20 +454,25 @@ class NoisyLogistic(NoisyStatistics):
             w = np.where(w > 0, w, 1.0)
         else:
             w = np.ones_like(d)
-        total = np.sum(d / w, axis=1, keepdims=True)
-        return V, np.maximum(w * total / eps, 1e-300)
+        total = np.sum(d / w, axis=1)
+        # the joint bound over the entries (closed form): far below the sum of ranges over a Ball
+        total = np.minimum(total, self.rows_per_unit * information_l1_bound(self.geometry, V, w, alpha))
+        return V, np.maximum(w * total[:, None] / eps, 1e-300)
 
     def _score_scales(self, t: int, c, H, eps: float):
         """The basis and the ``(R, D)`` Laplace scales of stage ``t``'s score."""
         rotate = H is not None and t >= ROTATE_SCORE_FROM
         lam, V = self._basis(rotate, c, H)
-        proj = self._reach(V)  # (R, C, D)
-        w = np.cbrt(proj.max(axis=1) * lam) if rotate else np.ones_like(lam)
+        w = np.cbrt(reach_bound(self.geometry, V) * lam) if rotate else np.ones_like(lam)
         w = np.where(w > 0, w, 1.0)
-        rho = expit(np.abs(c @ self.corners.T).max(axis=1))  # (R,)
-        change = 2.0 * rho * np.max(np.sum(proj / w[:, None, :], axis=2), axis=1)  # sup|r| times sup|Vᵀz|
-        if c.shape[1] <= SCORE_SLAB_DIMENSION:  # the joint bound over records (both are upper bounds)
-            change = np.minimum(change, score_change_bound(self.corners, c, V / w[:, None, :]))
+        lo, hi = self._logit_range(c)
+        rho = expit(np.maximum(-lo, hi))  # (R,): sup |y - sigma(z'c)|
+        change = score_l1_bound(self.geometry, V, w, rho)  # closed forms, any number of covariates
+        if self.corners is not None:  # every bound below is an upper bound: the least is used
+            proj = self._reach(V)  # (R, C, D)
+            change = np.minimum(change, 2.0 * rho * np.max(np.sum(proj / w[:, None, :], axis=2), axis=1))
+            if c.shape[1] <= SCORE_SLAB_DIMENSION:  # the joint bound over records
+                change = np.minimum(change, score_change_bound(self.corners, c, V / w[:, None, :]))
         T = self.rows_per_unit * change / eps
         return V, np.maximum(w * T[:, None], 1e-300)
 

@@ -6,19 +6,24 @@ brute force in ``tests/mechanisms/test_logistic.py``.
   vectors, slabs of the logit, vertices of box and slab);
 * :func:`information_change_bound`: each information entry's range (interval arithmetic on cells
   of the covariates' box);
-* :func:`sigmoid_slope` and ``SLOPE_FLOOR``: the slope both use, accurate in both tails.
+* :func:`sigmoid_slope` and ``SLOPE_FLOOR``: the slope both use, accurate in both tails;
+* :class:`Geometry` and the closed forms that enumerate nothing (any number of covariates, Box
+  and Ball domains; ``docs/theory/logistic_newton.md``): :func:`linear_range`,
+  :func:`reach_bound`, :func:`norm_bound`, :func:`score_l1_bound`, :func:`information_l1_bound`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["SCORE_SLAB_DIMENSION", "SLOPE_FLOOR", "box_edges", "information_change_bound", "largest_slope",
-           "score_change_bound", "sigmoid_slope"]
+__all__ = ["SCORE_SLAB_DIMENSION", "SLOPE_FLOOR", "Geometry", "box_edges", "information_change_bound",
+           "information_l1_bound", "largest_slope", "linear_range", "norm_bound", "reach_bound", "score_change_bound",
+           "score_l1_bound", "sigmoid_slope"]
 
 
 #: the least slope bound the information's map uses: a tiny ``alpha`` (an iterate far out, where
@@ -192,3 +197,108 @@ def information_change_bound(lo: np.ndarray, hi: np.ndarray, intercept: bool, c:
         prods = np.stack([a_lo * q_lo, a_lo * q_hi, a_hi * q_lo, a_hi * q_hi])
         out[start : start + len(cc)] = prods.max(axis=(0, 2)) - prods.min(axis=(0, 2))
     return out * (1.0 + FLOAT_MARGIN)
+
+
+# --------------------------------------------------------------------------- closed forms
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """The set of scaled records ``z`` (``D`` coordinates): ``z = centre + h * v + sum_b
+    E_b (s_b * u_b)`` with ``|v_d| <= 1`` (``h`` the box's half-widths, 0 on the intercept and on
+    Ball coordinates) and, per Ball block ``b`` (``idx`` its coordinates, ``s_b`` their scales),
+    ``||u_b||_2 <= 1``. A Box is ``balls=()``; a ``Ball(r)`` container whose columns ``j`` are
+    divided by ``h_j`` is the block with ``s = r / h``. Public: built from the declared domains.
+    See ``docs/theory/logistic_newton.md#geometry``."""
+
+    centre: np.ndarray  # (D,)
+    half: np.ndarray  # (D,)
+    balls: tuple = ()  # of (idx: int array, s: float array)
+
+    def support(self, a: np.ndarray) -> np.ndarray:
+        """``sup_z aᵀz`` over the set, for ``a`` ``(..., D)``: ``aᵀcentre + |a|ᵀh + sum_b
+        ||a_b * s_b||_2`` (each part is a support function: of the box, attained at a corner, and
+        of an ellipsoid, attained at ``u = a_b s_b / ||a_b s_b||``). Exact."""
+        a = np.asarray(a, float)
+        out = a @ self.centre + np.abs(a) @ self.half
+        for idx, sc in self.balls:
+            out = out + np.sqrt(np.sum((a[..., idx] * sc) ** 2, axis=-1))
+        return out
+
+
+def linear_range(geom: Geometry, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(inf, sup)`` of ``aᵀz`` over ``geom`` (``a`` ``(..., D)``): ``(-support(-a), support(a))``.
+    Exact; for a box it is the corners' range without enumerating them."""
+    return -geom.support(-np.asarray(a, float)), geom.support(a)
+
+
+def reach_bound(geom: Geometry, V: np.ndarray) -> np.ndarray:
+    """``sup_z |V_kᵀz|`` per column ``k`` of ``V`` ``(R, D, K)``: ``(R, K)``, the larger of
+    ``support(V_k)`` and ``support(-V_k)``. Exact (a linear function's largest modulus)."""
+    cols = np.swapaxes(np.asarray(V, float), -1, -2)  # (R, K, D)
+    return np.maximum(geom.support(cols), geom.support(-cols))
+
+
+def norm_bound(geom: Geometry) -> float:
+    """An upper bound on ``sup_z ||z||_2``: the set is a product of the box's coordinates and the
+    Ball blocks, so ``||z||² = sum_d z_d² + sum_b ||z_b||²`` splits into independent parts; a box
+    coordinate's largest square is ``(|centre_d| + h_d)²`` and a block's ``||z_b|| <= ||centre_b||
+    + max s_b`` (triangle inequality; exact for a centred round Ball)."""
+    box = np.ones(len(geom.centre), bool)
+    total = 0.0
+    for idx, sc in geom.balls:
+        box[idx] = False
+        total += (float(np.linalg.norm(geom.centre[idx])) + float(np.max(sc))) ** 2
+    total += float(np.sum((np.abs(geom.centre[box]) + geom.half[box]) ** 2))
+    return math.sqrt(total) * (1.0 + FLOAT_MARGIN)
+
+
+def _operator_norm(V: np.ndarray) -> np.ndarray:
+    """``||V||_2`` per run (the largest singular value; 1 for an orthonormal basis), with margin."""
+    return np.linalg.svd(np.asarray(V, float), compute_uv=False).max(axis=-1) * (1.0 + FLOAT_MARGIN)
+
+
+def score_l1_bound(geom: Geometry, V: np.ndarray, w: np.ndarray, rho: np.ndarray) -> np.ndarray:
+    """An upper bound on ``S = sup || (q(z, y) - q(z', y')) / w ||_1`` over two records of
+    ``geom``, where a record adds ``q = r Vᵀz`` with ``|r| = |y - sigma(zᵀc)| <= rho``; per run,
+    ``V`` ``(R, D, K)``, ``w`` ``(R, K)`` (positive weights), ``rho`` ``(R,)``. Enumerates nothing.
+
+    Derivation (``docs/theory/logistic_newton.md#score``). By the triangle inequality
+    ``S <= 2 rho sup_z sum_k |V_kᵀz| / w_k``, and that supremum is at most each of
+
+    * ``sum_k reach_k / w_k`` (the supremum of a sum is at most the sum of the suprema;
+      :func:`reach_bound` is exact per coordinate); at ``V = I`` over a box it is exact, the
+      largest ``||z||_1``;
+    * ``||1/w||_2 ||V||_2 sup ||z||_2`` (Cauchy-Schwarz, then the operator norm; :func:`norm_bound`):
+      within ``sqrt(K)`` of the truth however ``V`` rotates, where the first can exceed it by
+      ``sqrt(2 K / pi)`` for a random rotation of a box; over a centred unit Ball with an
+      intercept at ``V = I`` it is ``sqrt(2 D)`` against the first's ``D``.
+
+    The lesser is returned, times ``2 rho`` and the margin ``FLOAT_MARGIN``."""
+    w = np.asarray(w, float)
+    per_coordinate = np.sum(reach_bound(geom, V) / w, axis=1)
+    cauchy = np.sqrt(np.sum(w ** -2.0, axis=1)) * _operator_norm(V) * norm_bound(geom)
+    return 2.0 * np.asarray(rho, float) * np.minimum(per_coordinate, cauchy) * (1.0 + FLOAT_MARGIN)
+
+
+def information_l1_bound(geom: Geometry, V: np.ndarray, w: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """An upper bound on ``sup sum_(j<=k) |a p_j p_k - a' p'_j p'_k| / w_jk`` over two records,
+    where a record adds ``a p pᵀ`` with ``p = Vᵀz`` and ``0 <= a = sigma'(zᵀc) <= alpha``; per
+    run, ``V`` ``(R, D, D)``, ``w`` ``(R, D(D+1)/2)`` (upper triangle, positive), ``alpha``
+    ``(R,)``. A joint bound over the entries; enumerates nothing.
+
+    Derivation (``docs/theory/logistic_newton.md#information``). By the triangle inequality the
+    change is at most ``2 sup_z a sum_(j<=k) |p_j||p_k| / w_jk``. With the symmetric ``B``,
+    ``B_jj = 1 / w_jj`` and ``B_jk = B_kj = 1 / (2 w_jk)``, that sum is ``|p|ᵀ B |p| <=
+    lambda_max(B) ||p||²`` (Rayleigh), and ``||p|| <= ||V||_2 sup ||z||_2``. So the bound is
+    ``2 alpha lambda_max(B) ||V||_2² sup ||z||²``, with the margin ``FLOAT_MARGIN``. At ``w = 1``
+    over a box the sum of per-entry ranges (``alpha (sum_j R_j)²``) is about as tight; over a
+    centred unit Ball with an intercept this one is ``2 alpha (D + 1)`` against their
+    ``alpha D²``: about ``D / 2`` times smaller."""
+    V = np.asarray(V, float)
+    R, D, _ = V.shape
+    iu = np.triu_indices(D)
+    inv = 1.0 / np.asarray(w, float)
+    B = np.zeros((R, D, D))
+    B[:, iu[0], iu[1]] = np.where(iu[0] == iu[1], inv, 0.5 * inv)
+    B[:, iu[1], iu[0]] = B[:, iu[0], iu[1]]
+    top = np.linalg.eigvalsh(B)[:, -1] * (1.0 + FLOAT_MARGIN)
+    return 2.0 * np.asarray(alpha, float) * top * _operator_norm(V) ** 2 * norm_bound(geom) ** 2 * (1.0 + FLOAT_MARGIN)

@@ -86,8 +86,6 @@ def test_refusals():
         NoisyLogistic(two_covariates(link="probit"), epsilon=1.0, data=DOMAINS, ledger=None)
     with pytest.raises(DomainError, match="Binary"):
         NoisyLogistic(two_covariates(), epsilon=1.0, data={**DOMAINS, "y": pymc_dp.Integers(0, 2)}, ledger=None)
-    with pytest.raises(NotImplementedError, match="Box"):
-        NoisyLogistic(two_covariates(), epsilon=1.0, data={**DOMAINS, "X": pymc_dp.Ball(4.0)}, ledger=None)
     for kwargs, match in (({"delta": 1e-6}, "delta"), ({"weights": {"a": 1.0}}, "weights"), ({"unit": "attribute"}, "attribute")):
         with pytest.raises(NotImplementedError, match=match):
             NoisyLogistic(two_covariates(), epsilon=1.0, data=DOMAINS, ledger=None, **kwargs)
