@@ -107,6 +107,8 @@ def joint_bound(
     weights = [1.0] * len(spans) if weights is None else [float(v) for v in weights]
     if len(weights) != len(spans) or not all(math.isfinite(v) and v > 0 for v in weights):
         raise ValueError(f"weights={weights!r} must be one finite number > 0 per statistic")
+    if not all(float(v) >= 0 for v in spans):  # fail closed: a NaN span would be dropped as zero
+        raise ValueError(f"spans={list(spans)!r} must be numbers >= 0 (a NaN or negative span has no bound)")
     key = (tuple(map(tuple, terms)), tuple(map(float, spans)), tuple(weights), tuple(map(float, lo)), tuple(map(float, hi)),
            tuple(sorted((float(r), tuple(c)) for r, c in (radius or {}).items())), tol, max_rounds, max_boxes)
     if key not in _JOINT_CACHE:

@@ -176,3 +176,9 @@ def test_non_concave_weights_fall_back_soundly():
     up, low = joint_bound(terms, spans, [-1, -1], [1, 1], weights=weights)
     want = brute(terms, np.asarray(spans) / np.asarray(weights), pts)
     assert want <= up + 1e-9 and up <= 1.01 * max(low, want)
+
+
+def test_a_nan_span_is_refused():
+    """Fail closed: a NaN span is not dropped as a zero span."""
+    with pytest.raises(ValueError, match="spans"):
+        joint_bound([(0,), (0, 0)], [2.0, float("nan")], [-1.0], [1.0])
