@@ -7,7 +7,8 @@ interior points; a Ball's points on its sphere, the axes and random interior poi
 form is at least the change two records attain, and not absurdly above it (the ratios are the ones
 the theory page states). Then the mechanism on 16 covariates, where only the closed forms are used:
 each stage's loss over record pairs is at most its epsilon, and the statistical audit passes at the
-claim and catches a halved score noise; a Ball domain is accepted and bounded the same way.
+claim; the closed forms alone (corners disabled) at one covariate pass the audit and fail it with
+a halved score noise. A Ball domain is accepted and bounded the same way.
 """
 
 from __future__ import annotations
@@ -217,6 +218,8 @@ def test_sixteen_covariates_each_stages_loss_is_at_most_its_epsilon(domain, stag
     assert loss <= 1.0 + 1e-9
     if stage == 0 and domain is None:
         assert loss == pytest.approx(1.0, rel=1e-6)
+        # so a halved score noise is caught exactly: its loss is 2 epsilon
+        assert _pairwise_l1(_score_terms(Z, c[0], V[0], np.ones(D)), b[0] / 2) > 1.99
     V, s = mech._information_scales(stage, c, H, 1.0)
     loss = _pairwise_l1(_information_terms(Z, c[0], V[0]), s[0])
     assert loss <= 1.0 + 1e-9
@@ -297,14 +300,12 @@ def test_statistical_audit_catches_halved_score_noise_on_the_closed_forms(closed
 @pytest.mark.extended
 def test_statistical_audit_passes_at_sixteen_covariates():
     """F = 16 (corners not enumerated): 153 information entries per run make OpenDP's noise the
-    cost (about 20 ms a run). The data hold the all-upper and all-lower corners, where flipping one
-    label attains the first stage's score bound (a halved score noise is then seen)."""
+    cost (about 20 ms a run). No halved-noise twin here: at F = 16 a record's change spreads over
+    17 score coordinates, the loss nears its bound only on an event of tiny probability, and the
+    statistical audit measured 0.18 for a halved score noise at 20,000 runs (a pass). The exact
+    check above (stage 0, c = 0: the loss over record pairs attains epsilon, so half the noise is
+    2 epsilon) and the one-covariate audits on the same closed forms stand in for it."""
     res = pymc_dp.audit(_tiny(NoisyLogistic, 16), runs=10_000, confidence=0.999, random_seed=0, max_pairs=100)
     assert res.verdict == "pass", str(res)
 
 
-@pytest.mark.extended
-def test_statistical_audit_catches_halved_score_noise_at_sixteen_covariates():
-    res = pymc_dp.audit(_tiny(HalvedScore, 16), runs=20_000, confidence=0.999, random_seed=0, max_pairs=100)
-    assert res.verdict == "fail", str(res)
-    assert res.measured > 1.0
