@@ -80,6 +80,17 @@ class Standardization:
         Per container, the columns whose noisy variance was not told from noise (within
         ``NOISE_SDS`` noise standard deviations of 0): scaled by half their declared range (a
         public scale) instead of the estimate. Public.
+    released : dict of str to dict
+        Per standardised container, what was released before post-processing (public): the
+        noisy ``sum u / 2`` and (when scaling) ``sum u**2`` per column, ``u = (x - mid) / half``,
+        with ``mid`` and ``half`` the declared midpoint and half-width. A noise-aware model
+        reads them as further noisy observations of the same data (``NoisyRegression`` does for
+        the outcome's and the covariates' centres and spreads), instead of only shifting by the
+        estimates.
+    noise_scale : float
+        The Laplace scale of every entry of ``released`` (``sensitivity / epsilon``).
+    rows : int
+        The number of records the statistics sum over.
     """
 
     values: dict
@@ -93,6 +104,9 @@ class Standardization:
     _source_id: str = dataclasses.field(repr=False)
     _standardized_id: str = dataclasses.field(repr=False)
     unscaled: dict = dataclasses.field(default_factory=dict)
+    released: dict = dataclasses.field(default_factory=dict)
+    noise_scale: float = math.nan
+    rows: int = 0
 
     def __repr__(self) -> str:  # never print the private values
         cols = ", ".join(self.center)
@@ -108,6 +122,9 @@ class Standardization:
             "center": {k: np.asarray(v).tolist() for k, v in self.center.items()},
             "scale": {k: np.asarray(v).tolist() for k, v in self.scale.items()},
             "unscaled": {k: list(v) for k, v in self.unscaled.items()},
+            "released": {k: {f: np.asarray(a).tolist() for f, a in v.items()} for k, v in self.released.items()},
+            "noise_scale": self.noise_scale,
+            "rows": self.rows,
         }
 
 
@@ -282,15 +299,17 @@ def standardize(
     with charge:
         noisy = continuous_laplace(stats, sensitivity / epsilon, sensitivity=sensitivity, epsilon=epsilon)
 
-    center, spread, new_values, new_data, unscaled = {}, {}, dict(arrays), dict(data), {}
+    center, spread, new_values, new_data, unscaled, released = {}, {}, dict(arrays), dict(data), {}, {}
     at = 0
     for name in chosen:
         lo, hi = bounds[name]
         k, mid, half = lo.size, 0.5 * (lo + hi), 0.5 * (hi - lo)
+        released[name] = {"sum_u_half": noisy[at:at + k].copy(), "mid": mid.copy(), "half": half.copy()}
         mean_u = np.clip(2.0 * noisy[at:at + k] / n, -1.0, 1.0)
         at += k
         m = mid + half * mean_u
         if scale:
+            released[name]["sum_u2"] = noisy[at:at + k].copy()
             var_u = noisy[at:at + k] / n - mean_u**2
             at += k
             s = half * np.sqrt(np.clip(var_u, MIN_SCALE_FRACTION**2, 1.0))
@@ -325,7 +344,7 @@ def standardize(
         )
     release_fields = dict(values=new_values, center=center, scale=spread, epsilon=float(epsilon),
                           sensitivity=float(sensitivity), unit=as_unit(unit), _source_id=source_id,
-                          unscaled=unscaled)
+                          unscaled=unscaled, released=released, noise_scale=float(sensitivity / epsilon), rows=int(n))
     # the domains need the release (for the ledger) and the release needs the domains' fingerprint
     draft = Standardization(data={}, _standardized_id="", **release_fields)
     domains = dict(data)

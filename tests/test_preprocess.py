@@ -221,3 +221,20 @@ def test_a_scale_not_told_from_noise_is_left_at_the_declared_range_and_said():
         warnings.simplefilter("error", UserWarning)
         ample = pymc_dp.standardize({"X": X}, data=domains, epsilon=2000.0, ledger=None)
     assert ample.unscaled == {}
+
+
+def test_the_released_sums_are_kept_public_and_give_the_centres():
+    """Issue 33: the release keeps what it published before post-processing (the noisy sums, their
+    Laplace scale, the rows), so a noise-aware model can read them; the centres follow from them."""
+    rng = np.random.default_rng(11)
+    x, y = rng.uniform(0, 10, (200, 2)), rng.uniform(-5, 5, 200)
+    std = pymc_dp.standardize({"x": x, "y": y}, data={"x": pymc_dp.Box(0, 10), "y": pymc_dp.Interval(-5, 5)},
+                              epsilon=2.0, ledger=None)
+    assert std.rows == 200 and std.noise_scale == pytest.approx(std.sensitivity / 2.0)
+    for name in ("x", "y"):
+        part = std.released[name]
+        mean_u = np.clip(2 * part["sum_u_half"] / 200, -1, 1)
+        np.testing.assert_allclose(std.center[name], part["mid"] + part["half"] * mean_u)
+        assert part["sum_u2"].shape == part["sum_u_half"].shape
+    public = std.public()
+    assert set(public["released"]) == {"x", "y"} and public["rows"] == 200

@@ -262,3 +262,73 @@ def test_refusals_name_the_factor():
     values = {"X": da.from_array(np.asarray(model["X"].get_value()), chunks=10), "y": np.asarray(model["y"].get_value())}
     with pytest.raises(NotImplementedError, match="Dask"):
         pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, values=values, ledger=None)
+
+
+# --------------------------------------------------------------------------- standardised data (issue 33)
+def _standardised_regression(n=300, seed=5, epsilon_std=0.5):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(2, 4, (n, 2))
+    y = np.clip(1 + X @ [0.5, -0.3] + rng.normal(0, 0.3, n), 0, 4)
+    domains = {"X": pymc_dp.Box(0, 5), "y": pymc_dp.Interval(0, 4)}
+    std = pymc_dp.standardize({"X": X, "y": y}, data=domains, epsilon=epsilon_std, ledger=None)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", std.values["X"]), pm.Data("y", std.values["y"])
+        a = pm.Normal("alpha", 0, 1)
+        b = pm.Normal("beta", 0, 1, shape=2)
+        pm.Normal("lik", a + Xd @ b, pm.HalfNormal("sigma", 1), observed=yd)
+    return model, std, X, y
+
+
+def test_standardised_sums_map_the_regression_statistics_to_the_released_ones():
+    """The released centre is used: standardize's noisy sum u / 2 and sum u^2 are the exact
+    images of the regression's centred sums (checked on the true data), and the noise-aware
+    model observes them (outcome and covariates) with the release's Laplace scale."""
+    from pymc_dp.mechanisms.regression import standardized_sums
+
+    model, std, X, y = _standardised_regression()
+    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data=std.data, ledger=None)
+    reg = mech.regression
+    n = len(y)
+    raw = {"X": X, "y": y}
+    for f in reg.features:
+        xc = std.values["X"][:, f.column] - f.center
+        part = std.released["X"]
+        u = (X[:, f.column] - part["mid"][f.column]) / part["half"][f.column]
+        got = standardized_sums(n, std.center["X"][f.column], std.scale["X"][f.column], f.center,
+                                part["mid"][f.column], part["half"][f.column], xc.sum(), (xc**2).sum())
+        np.testing.assert_allclose(got, (u.sum() / 2, (u**2).sum()), rtol=1e-9, atol=1e-9)
+    yc = std.values["y"] - reg.y_center
+    part = std.released["y"]
+    u = (raw["y"] - part["mid"][0]) / part["half"][0]
+    got = standardized_sums(n, std.center["y"][0], std.scale["y"][0], reg.y_center, part["mid"][0], part["half"][0],
+                            yc.sum(), (yc**2).sum())
+    np.testing.assert_allclose(got, (u.sum() / 2, (u**2).sum()), rtol=1e-9, atol=1e-9)
+    # the released centre of the outcome is the clipped noisy mean: mid + half clip(2 S1 / n)
+    assert std.center["y"][0] == pytest.approx(part["mid"][0] + part["half"][0] * np.clip(2 * part["sum_u_half"][0] / n, -1, 1))
+    mech.released = {s.name: 0.0 for _, s in mech.statistics}
+    aware = mech.noise_aware_model()
+    names = {v.name for v in aware.observed_RVs}
+    assert {"_nss_y_std_y_0_sum_u_half", "_nss_y_std_y_0_sum_u2", "_nss_y_std_X_1_sum_u_half"} <= names
+    obs = aware["_nss_y_std_y_0_sum_u_half"]
+    assert float(obs.owner.op.dist_params(obs.owner)[1].eval()) == pytest.approx(std.noise_scale)
+    assert "standardize" in mech.laws[reg.factor]
+
+
+@pytest.mark.extended
+def test_a_small_residual_scale_is_representable():
+    """Issue 33: on [-1, 1] outcomes a residual sd of 0.27 is not floored on this path (sigma's
+    support is the user's prior's, (0, inf)): at a large epsilon the noise-aware posterior of
+    sigma concentrates around 0.27, well below the 0.54 the issue saw as a floor."""
+    rng = np.random.default_rng(3)
+    n = 1000
+    X = rng.uniform(-1, 1, (n, 3))
+    y = np.clip(0.1 + X @ np.array([0.3, -0.2, 0.1]) + rng.normal(0, 0.27, n), -1, 1)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        mu = pm.Normal("alpha", 0, 1) + Xd @ pm.Normal("beta", 0, 1, shape=3)
+        pm.Normal("lik", mu, pm.HalfNormal("sigma", 1), observed=yd)
+    mech = pymc_dp.noisy_statistics(model, epsilon=20.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)}, ledger=None)
+    sigma = mech.sample(200, chains=1, tune=200, random_seed=2).posterior["sigma"].values.ravel()
+    resid = np.std(y - np.column_stack([np.ones(n), X]) @ np.linalg.lstsq(np.column_stack([np.ones(n), X]), y, rcond=None)[0])
+    assert np.quantile(sigma, 0.05) < resid < np.quantile(sigma, 0.95) + 0.02
+    assert np.quantile(sigma, 0.95) < 0.4
