@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                                "certification", "refutation")),
     ("posterior sampling", ("core", "mechanisms.base", "mechanisms.bayesnet")),
     ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.regression",
-                    "mechanisms.refined", "mechanisms.logistic", "mechanisms.map", "mechanisms.localized", "mechanisms.plan_release", "mechanisms.stochastic", "mechanisms.metric")),
+                    "mechanisms.refined", "mechanisms.logistic", "mechanisms.pass_glm", "mechanisms.map", "mechanisms.localized", "mechanisms.plan_release", "mechanisms.stochastic", "mechanisms.metric")),
     ("choosing, auditing, looking", ("mechanisms", "mechanisms.paths", "mechanisms.auto", "mechanisms.preview", "sweep", "plots", "query", "audits",
                                      "audits.*")),
     ("the public face", ("", "auditing", "demo")),
