@@ -58,6 +58,9 @@ __all__ = [
     "categorical_region",
     "categorical_min_lipschitz",
     "softmax_pair_bounds",
+    "computed_softmax_log_range",
+    "SOFTMAX_LN_P_FLOOR",
+    "SOFTMAX_LN_P_ERROR",
     "match_softmax",
     "match_ordered",
 ]
@@ -175,7 +178,28 @@ def _softmax_range(p: Bounds, domain: Domain, xp):
     top, bot, n = _softmax_tables(p, xp)
     lo_x, hi_x = _check_classes(domain, n)
     sl = slice(lo_x, hi_x + 1)
-    return xp.amin(bot[..., sl], axis=-1), xp.amax(top[..., sl], axis=-1)
+    return computed_softmax_log_range(xp.amin(bot[..., sl], axis=-1), xp.amax(top[..., sl], axis=-1), xp)
+
+
+#: below this ``ln p`` PyMC's softmax, ``exp(eta - max) / sum``, leaves the normal floats: subnormal
+#: from -708 (relative precision lost), 0 from -745, where the computed ``ln p`` is ``-inf``
+SOFTMAX_LN_P_FLOOR = -700.0
+#: the absolute error of ``ln p`` computed from ``p = exp(eta - max) / sum`` (a few roundings,
+#: each relative, above the floor), generous
+SOFTMAX_LN_P_ERROR = 1e-13
+
+
+def computed_softmax_log_range(lo, hi, xp):
+    """The range ``[lo, hi]`` of ``ln p`` widened to what PyMC *computes* (tests/fuzz/FOUND.md #11).
+
+    The sampled density is the computed one: where the exact ``ln p`` can fall below
+    :data:`SOFTMAX_LN_P_FLOOR`, the computed one can be ``-inf`` (a discrete-choice utility of
+    ``1.25 x 1000`` against the pivot's 0), so the lower end is ``-inf`` (fails closed: the
+    constant is infinite and the region is narrowed); elsewhere both ends move out by
+    :data:`SOFTMAX_LN_P_ERROR`."""
+    floor = xp.asarray(SOFTMAX_LN_P_FLOOR)
+    lo = xp.where(lo < floor, xp.asarray(-np.inf), lo - SOFTMAX_LN_P_ERROR)
+    return lo, hi + SOFTMAX_LN_P_ERROR
 
 
 def softmax_pair_bounds(eta_lo, eta_hi, xp=None) -> Bounds:
@@ -646,7 +670,10 @@ def categorical_region(op, domain, params) -> np.ndarray:
     value = np.asarray(hi - lo, float)
     if p.space == "softmax" and p.extra is not None and getattr(p, "sliding", True):
         c_lo, c_hi = p.extra
-        value = np.minimum(value, _softmax_offset_region(domain, c_lo, c_hi, p.half))
+        # the hull's computed range is infinite where ln p may underflow: the offsets' exact sup
+        # (real arithmetic) must not hide that; elsewhere it carries the same float error
+        offset = _softmax_offset_region(domain, c_lo, c_hi, p.half) + 2.0 * SOFTMAX_LN_P_ERROR
+        value = np.where(np.isfinite(value), np.minimum(value, offset), value)
     return value
 
 

@@ -28,6 +28,7 @@ import pytest
 from pytensor.compile.mode import Mode
 from pytensor.tensor.random.basic import CategoricalRV
 
+import pymc_dp
 from pymc_dp.domains import Integers, Interval
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.rules import (
@@ -858,3 +859,43 @@ def test_ordinal_non_sliding_window_uses_the_hull_only(kind):
     hull = float(region_lipschitz(OP, Integers(0, 3), (Window(np.asarray(0.5), np.asarray(0.5), np.asarray(1.7), kind, extra),)))
     assert fixed == pytest.approx(hull, rel=1e-14)
     assert sliding <= fixed + 1e-12
+
+
+# --------------------------------------------------------------------------- FOUND.md #11
+def _choice_model():
+    """Three alternatives with public costs near 1000 and a pivot of utility 0 (the gallery's
+    discrete choice, scaled down): ``beta = 1.25`` puts a utility 1250 above the pivot's."""
+    rng = np.random.default_rng(0)
+    cost = rng.uniform(800.0, 1200.0, size=(30, 2))
+    y = rng.integers(0, 3, size=30)
+    with pm.Model() as model:
+        cd, yd = pm.Data("cost", cost), pm.Data("y", y)
+        beta = pm.Normal("beta", 0.0, 1.0)
+        u = pt.concatenate([beta * cd, pt.zeros((30, 1))], axis=1)
+        pm.Categorical("choice", p=pm.math.softmax(u, axis=1), observed=yd)
+    return model
+
+
+def test_the_softmax_range_is_the_computed_one_and_fails_closed_below_the_float_floor():
+    """ln p below -700 can be computed as -inf (exp underflows): the range's lower end is -inf there;
+    above it both ends move out by the float error."""
+    from pymc_dp.rules.categorical import SOFTMAX_LN_P_ERROR, computed_softmax_log_range
+
+    lo, hi = computed_softmax_log_range(np.array([-750.0, -3.0]), np.array([-0.1, -0.1]), NP)
+    assert lo[0] == -np.inf and lo[1] == -3.0 - SOFTMAX_LN_P_ERROR and hi[1] == -0.1 + SOFTMAX_LN_P_ERROR
+    # PyMC's own computation at such a point: -inf, the reason for the rule
+    p = pm.math.softmax(pt.as_tensor([[1250.0, 0.0]]), axis=1)
+    assert np.isneginf(pm.logp(pm.Categorical.dist(p=p), np.array([1])).eval()).all()
+
+
+def test_found_11_a_softmax_whose_utilities_underflow_is_refused_not_refuted():
+    """tests/fuzz/FOUND.md #11: a box reaching beta = 1.25 gives utilities 1000+ above the pivot,
+    so PyMC computes ln p = -inf; the rule claimed a finite constant (the refutation check caught
+    it: CertificateRefutedError). Now the constant is infinite and the box is refused."""
+    model = _choice_model()
+    domains = {"y": pymc_dp.Integers(0, 2)}
+    with pytest.raises(pymc_dp.BudgetExceededError, match="choice"):
+        pymc_dp.certify(model, epsilon=None, bounds={"beta": (-2.0, 2.0)}, draws=1, data=domains, public=["cost"])
+    # a budget narrows beta far inside the float floor: certified, and kept by the refutation check
+    cert = pymc_dp.certify(model, epsilon=5.0, draws=1, data=domains, public=["cost"])
+    assert cert.certificate.epsilon <= 5.0 * (1 + 1e-9)
