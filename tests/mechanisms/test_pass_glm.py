@@ -226,3 +226,29 @@ def test_posterior_near_the_non_private_fit_and_charged_once(tmp_path):
     assert set(attrs["released"]) == {"statistics"} and attrs["released"]["statistics"] == mech.released
     report = str(pymc_dp.report(idata))
     assert "PASS-GLM" in report and "sum(y'*z_X[0])" in report
+
+
+def test_poisson_posterior_is_near_the_non_private_fit():
+    """A Poisson regression with counts declared in 0..40: the noise on sum y'z is 20 counts per
+    unit of y', so the posterior is wide at n = 300, epsilon = 5 (sds about 0.1 and 0.3 against
+    0.03 and 0.06 non-private); it must still hold the non-private fit (3.5 of its sds)."""
+    rng = np.random.default_rng(7)
+    X = 2.0 * rng.beta(2.0, 2.0, size=(300, 2)) - 1.0
+    y = np.minimum(rng.poisson(np.exp(1.5 - 0.5 * X[:, 0] + 0.2 * X[:, 1])), 40)
+    with pm.Model() as model:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        pm.Poisson("lik", mu=pm.math.exp(pm.Normal("alpha", 1, 0.5) + Xd @ pm.Normal("beta", 0, 0.5, shape=2)), observed=yd)
+    z = np.column_stack([np.ones(len(y)), X])
+
+    def neg(c):
+        s = z @ c
+        return -(np.sum(y * s - np.exp(s)) - (c[0] - 1) ** 2 / 0.5 - np.sum(c[1:] ** 2) / 0.5)
+
+    ref = optimize.minimize(neg, np.zeros(3), method="BFGS").x
+    mech = pass_glm(model, epsilon=5.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Integers(0, 40)}, ledger=None)
+    idata = mech.sample(200, chains=1, tune=250, random_seed=0)
+    post = idata.posterior
+    got = np.concatenate([[float(post["alpha"].mean())], post["beta"].mean(("chain", "draw")).values])
+    sd = np.concatenate([[float(post["alpha"].std())], post["beta"].std(("chain", "draw")).values])
+    assert np.all(np.abs(got - ref) < 3.5 * sd), (got, ref, sd)
+    assert np.all(sd < 0.6) and sd[0] < 0.25
