@@ -61,6 +61,8 @@ __all__ = [
     "computed_softmax_log_range",
     "SOFTMAX_LN_P_FLOOR",
     "SOFTMAX_LN_P_ERROR",
+    "ORDERED_P_ERROR",
+    "ordered_ln_p_error",
     "match_softmax",
     "match_ordered",
 ]
@@ -367,6 +369,35 @@ def _ordered_tables(a, b, cl, ch, link, s, xp, need_same=True):
     return top, bot, same, empty_mid
 
 
+#: the absolute error of PyMC's ordered-logistic ``p_k = sigmoid(c_k - eta) - sigmoid(c_{k-1} - eta)``
+#: (two sigmoids <= 1, each a few roundings, and their difference), generous
+ORDERED_P_ERROR = 16 * np.finfo(float).eps
+_LN_ORDERED_P_ERROR = float(np.log(ORDERED_P_ERROR))
+
+
+def ordered_ln_p_error(ln_p, link: str, xp):
+    """A bound on ``|computed ln p - ln p|`` where the exact class probability is ``>= exp(ln_p)``.
+
+    Ordered logistic: ``p_k`` is a difference of two sigmoids, so the computed one errs by up to
+    :data:`ORDERED_P_ERROR` *absolutely* and ``ln p`` by ``-ln(1 - delta / p)``: infinite where
+    ``p <= 2 delta`` (the difference may be 0: ``ln p = -inf``). Ordered probit: PyMC computes
+    ``ln p`` stably and exponentiates it, which underflows below ``ln p = -745``: infinite below
+    :data:`SOFTMAX_LN_P_FLOOR`, else :data:`SOFTMAX_LN_P_ERROR`. (tests/fuzz/FOUND.md #11.)"""
+    inf = xp.asarray(np.inf)
+    if link == "ordered-probit":
+        return xp.where(ln_p >= SOFTMAX_LN_P_FLOOR, xp.asarray(SOFTMAX_LN_P_ERROR), inf)
+    ratio = xp.exp(xp.minimum(_LN_ORDERED_P_ERROR - ln_p, np.log(0.5)))  # delta / p, capped where it is inf anyway
+    return xp.where(ln_p > _LN_ORDERED_P_ERROR + np.log(2.0), -xp.log1p(-ratio), inf)
+
+
+def _computed_ordered_tables(top, bot, same, link, xp):
+    """The tables widened to what PyMC computes (:func:`ordered_ln_p_error`): the largest ``ln p``
+    up, the smallest down, and a same-class change by both ends' errors."""
+    up, down = ordered_ln_p_error(top, link, xp), ordered_ln_p_error(bot, link, xp)
+    same = None if same is None else same + up + down
+    return top + up, bot - down, same
+
+
 def _ordered_parts(p: Bounds, domain: Domain, xp, window=None, cuts=None, sigma=None, need_same=True):
     """The tables of :func:`_ordered_tables` restricted to the classes of the domain (``same``
     is None when the cutpoints are points, or not needed)."""
@@ -382,6 +413,7 @@ def _ordered_parts(p: Bounds, domain: Domain, xp, window=None, cuts=None, sigma=
     link = p.space
     need_same = need_same and cl is not ch
     top, bot, same, empty_mid = _ordered_tables(a, b, cl, ch, link, s, xp, need_same)
+    top, bot, same = _computed_ordered_tables(top, bot, same, link, xp)
     sl = slice(lo_x, hi_x + 1)
     same = None if same is None else same[..., sl]
     # middle class k (0 < k < K-1) is empty_mid[..., k - 1]; the end classes are never empty (a
