@@ -9,7 +9,13 @@ on the same data and with the same seeds:
 
 * ``posterior``: ``pymc_dp.make_private(model, epsilon=..., draws=D, data=mod.DOMAINS,
   public=mod.PUBLIC, ledger=None)`` (posterior sampling on one region chosen from public facts);
-* ``localized``: the same with ``path="localized"`` (localize, then sample).
+* ``localized``: the same with ``path="localized"`` (localize, then sample);
+* ``auto``: the same with ``path="auto"`` (the path chosen from public facts; the table names it;
+  a noisy-statistics release draws 1000 post-processing draws, and its distance is their mean's).
+
+With ``--preview K``, each cell also gets ``pymc_dp.preview`` on K simulated datasets (public;
+nothing read from the data but its shapes): its median distance beside the measured one, and
+their ratio (issue 33 asks the preview within a factor 2 of the measured median on every cell).
 
 One release = certify (``make_private``, timed as *certify*) + ``sample(random_seed=100 + r,
 chains=1, progressbar=False)`` (timed as *sample*; for ``localized`` this includes both stages
@@ -88,7 +94,7 @@ from examples.gallery import MODELS  # noqa: E402
 from examples.gallery.try_all import cases  # noqa: E402  (label, module, builder, n): the variants too
 
 OUT = ROOT / "benchmarks" / "results" / "gallery_utility"
-PATHS = ("posterior", "localized")
+PATHS = ("posterior", "localized", "auto")
 EPSILONS = (1.0, 3.0, 10.0)
 DATA_SEED, RELEASE_SEED = 0, 100
 #: the released interval whose coverage of the non-private mean is reported
@@ -129,7 +135,9 @@ def release_facts(idata, path: str) -> dict:
         return {}
     out = {k: record.get(k) for k in ("epsilon", "epsilon_per_draw", "prior_mass_kept") if k in record}
     rel = record.get("release") or {}
-    if path == "localized":
+    if rel.get("path"):
+        out["chosen_path"] = rel["path"]["chosen"]
+    if path == "localized" or out.get("chosen_path") == "localized":
         out.update({k: rel.get(k) for k in ("first_stage", "beta_locate", "beta_sample", "fallback") if k in rel})
         rule = rel.get("width_rule") or {}
         if "c" in rule:
@@ -161,6 +169,8 @@ def one_release(mod, model, free, epsilon, draws, path, seed, ref) -> dict:
         return row
     row["sample_seconds"] = round(time.perf_counter() - t, 2)
     row.update(release_facts(idata, path))
+    released = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
+    row["draws_released"] = released  # a noisy-statistics release draws any number (post-processing)
     names = [k for k in free if k in idata.posterior]
     if len(names) < len(free):
         row["missing"] = [k for k in free if k not in names]
@@ -176,7 +186,7 @@ def one_release(mod, model, free, epsilon, draws, path, seed, ref) -> dict:
     row.update(median=float(np.median(values)), largest=float(np.max(values)))
     # signed, in reference sds: the released mean; with D > 1 the release's own 90% interval
     row["z"] = {k: round(float((np.mean(flat[k]) - ref["params"][k][0]) / ref["params"][k][1]), 5) for k in gaps}
-    if draws > 1:
+    if released > 1:
         row["z_interval"] = {k: [round(float((q - ref["params"][k][0]) / ref["params"][k][1]), 5)
                                  for q in np.quantile(flat[k], QUANTILES)] for k in gaps}
     return row
@@ -189,7 +199,21 @@ def read_lines(jsonl: Path) -> list[dict]:
     return [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
 
 
-def run(models, epsilons, releases, draws, out: Path) -> None:
+def preview_row(mod, model, epsilon, draws, path, datasets) -> dict:
+    """``pymc_dp.preview`` of the cell (public: simulated data of the model's shapes), or its refusal."""
+    t = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pv = pymc_dp.preview(model, epsilon=epsilon, draws=draws, data=mod.DOMAINS, public=mod.PUBLIC, path=path,
+                                 datasets=datasets, random_seed=0)
+    except pymc_dp.PrivacyError as exc:
+        return {"refused": f"{type(exc).__name__}: {str(exc)[:200]}", "seconds": round(time.perf_counter() - t, 1)}
+    return {"datasets": datasets, "chosen": pv.chosen, "median": pv.median_distance, "largest": pv.largest_distance,
+            "within_2": pv.within_2_sds, "seconds": round(pv.seconds, 1)}
+
+
+def run(models, epsilons, releases, draws, out: Path, paths=PATHS, preview: int = 0) -> None:
     logging.getLogger("pymc").setLevel(logging.ERROR)
     out.parent.mkdir(parents=True, exist_ok=True)
     jsonl = out.with_suffix(".jsonl")
@@ -197,6 +221,7 @@ def run(models, epsilons, releases, draws, out: Path) -> None:
     refs = {r["model"]: r for r in lines if r.get("kind") == "reference"}
     done = {(r["model"], r["epsilon"], r["path"], r["release"], r["draws"])
             for r in lines if r.get("kind") == "release" and "crashed" not in r}
+    previewed = {(r["model"], r["epsilon"], r["path"], r["draws"]) for r in lines if r.get("kind") == "preview"}
     table = builders()
     with jsonl.open("a") as sink:
         def emit(row):
@@ -206,9 +231,10 @@ def run(models, epsilons, releases, draws, out: Path) -> None:
             print(json.dumps(short, default=str), flush=True)
 
         for label in models:
-            todo = [(eps, path, r) for eps in epsilons for path in PATHS for r in range(releases)
+            todo = [(eps, path, r) for eps in epsilons for path in paths for r in range(releases)
                     if (label, eps, path, r, draws) not in done]
-            if not todo:
+            unpreviewed = preview and any((label, e, p, draws) not in previewed for e in epsilons for p in paths)
+            if not todo and not unpreviewed:
                 continue
             mod, builder = table[label]
             model = builder(mod.make_data(seed=DATA_SEED))
@@ -217,6 +243,12 @@ def run(models, epsilons, releases, draws, out: Path) -> None:
             if label not in refs:
                 refs[label] = {"kind": "reference", "model": label, "n": n, **reference_summary(model)}
                 emit(refs[label])
+            for eps in epsilons if preview else ():
+                for path in paths:
+                    if (label, eps, path, draws) not in previewed:
+                        emit({"kind": "preview", "model": label, "n": n, "epsilon": eps, "path": path, "draws": draws,
+                              **preview_row(mod, model, eps, draws, path, preview)})
+                        previewed.add((label, eps, path, draws))
             for eps, path, r in todo:
                 row = {"kind": "release", "model": label, "n": n, "epsilon": eps, "path": path, "release": r,
                        "draws": draws, "seed": RELEASE_SEED + r}
@@ -248,7 +280,7 @@ def cell_summary(rows: list[dict], draws: int, ref_params: dict | None) -> dict:
     s["median_distance"] = float(np.median([r["median"] for r in ok]))
     s["max_distance"] = float(np.median([r["largest"] for r in ok]))
     s["worst_distance"] = float(max(r["largest"] for r in ok))
-    if draws == 1:
+    if not any("z_interval" in r for r in ok):  # one draw per release: pool the cell's draws
         if len(ok) >= 2:
             keys = sorted(set.intersection(*(set(r["z"]) for r in ok)))
             held = []
@@ -270,6 +302,7 @@ def summarise(lines: list[dict]) -> dict:
         if r.get("kind") == "release":
             latest[(r["model"], r["epsilon"], r["path"], r["draws"], r["release"])] = r
     refs = {r["model"]: r for r in lines if r.get("kind") == "reference"}
+    previews = {(r["model"], r["epsilon"], r["path"], r["draws"]): r for r in lines if r.get("kind") == "preview"}
     cells: dict = {}
     for (model, eps, path, draws, _), r in latest.items():
         cells.setdefault((model, eps, draws), {}).setdefault(path, []).append(r)
@@ -281,12 +314,22 @@ def summarise(lines: list[dict]) -> dict:
         entry = {"model": model, "n": n, "epsilon": eps, "draws": draws,
                  "reference": {k: ref.get(k) for k in ("rhat", "how", "converged", "seconds")},
                  "parameters": len(ref.get("params") or {})}
+        base = None
         for path in PATHS:
             if path in by_path:
-                entry[path] = cell_summary(by_path[path], draws, ref.get("params"))
-        a, b = entry.get("posterior", {}), entry.get("localized", {})
-        if a.get("median_distance") and "median_distance" in b:
-            entry["ratio_median_distance"] = b["median_distance"] / a["median_distance"]
+                cell = entry[path] = cell_summary(by_path[path], draws, ref.get("params"))
+                chosen = sorted({r["chosen_path"] for r in by_path[path] if r.get("chosen_path")})
+                if chosen:
+                    cell["chosen"] = chosen
+                pv = previews.get((model, eps, path, draws))
+                if pv is not None:
+                    cell["preview"] = pv
+                    if "median" in pv and cell.get("median_distance") and pv["median"] > 0:
+                        cell["measured_over_preview"] = cell["median_distance"] / pv["median"]
+                if path == "posterior":
+                    base = cell.get("median_distance")
+                elif base and "median_distance" in cell:
+                    cell["over_posterior"] = cell["median_distance"] / base
         out.append(entry)
     return {"cells": out}
 
@@ -302,18 +345,27 @@ def _secs(s, key):
 
 def _path_cells(s: dict | None) -> list[str]:
     if not s:
-        return ["not run"] + [""] * 5
+        return ["not run"] + [""] * 7
+    pv = s.get("preview")
+    if pv is None:
+        preview = "—"
+    elif "median" in pv:
+        ratio = s.get("measured_over_preview")
+        preview = f"{_f(pv['median'])} ({pv['datasets']} sets" + ("" if ratio is None else f"; measured ÷ preview {ratio:.2f}") + ")"
+    else:
+        preview = "refused"
+    chosen = "/".join(s.get("chosen", [])) or ""
     if not s.get("measured"):
         why = "refused" if s.get("refused") else ("crashed" if s.get("crashed") else "no distance")
         if s.get("refusal"):
             why += ": " + s["refusal"].split(". ")[0][:90].replace("|", "/")
-        return [f"{s['releases']}", why, "", "", _secs(s, "certify_seconds"), _secs(s, "sample_seconds")]
+        return [f"{s['releases']}", why, "", "", "", _secs(s, "certify_seconds"), _secs(s, "sample_seconds"), preview]
     rel = f"{s['measured']}" + (f" (+{s['refused']} refused)" if s.get("refused") else "") + \
-          (f" (+{s['crashed']} crashed)" if s.get("crashed") else "")
+          (f" (+{s['crashed']} crashed)" if s.get("crashed") else "") + (f" → {chosen}" if chosen else "")
     within = f"{round(s['within_2'] * s['measured'])}/{s['measured']}"
     cov = "n/a (1 release)" if s.get("coverage") is None else f"{s['coverage']:.2f}"
-    return [rel, within, f"{_f(s['median_distance'])} / {_f(s['max_distance'])}", cov,
-            _secs(s, "certify_seconds"), _secs(s, "sample_seconds")]
+    return [rel, within, f"{_f(s['median_distance'])} / {_f(s['max_distance'])}", _f(s.get("over_posterior")), cov,
+            _secs(s, "certify_seconds"), _secs(s, "sample_seconds"), preview]
 
 
 def markdown(summary: dict, header: list[str]) -> str:
@@ -321,18 +373,19 @@ def markdown(summary: dict, header: list[str]) -> str:
     by_eps: dict = {}
     for c in summary["cells"]:
         by_eps.setdefault((c["epsilon"], c["draws"]), []).append(c)
-    cols = ["releases", "within 2 sds", "median / max distance", "coverage", "certify s (min / med / max)", "sample s (min / med / max)"]
+    cols = ["releases (→ path chosen)", "within 2 sds", "median / max distance", "median ÷ posterior's", "coverage",
+            "certify s (min / med / max)", "sample s (min / med / max)", "preview: median distance"]
     for (eps, draws), cells in sorted(by_eps.items()):
         lines += ["", f"## Total ε = {eps:g} (pure DP), {draws} draw(s) per release", "",
-                  "| model | n | " + " | ".join(f"posterior: {c}" for c in cols) + " | "
-                  + " | ".join(f"localized: {c}" for c in cols) + " | median distance, localized / posterior | reference R-hat |",
-                  "|---|---:|" + "---|" * (2 * len(cols)) + "---:|---|"]
+                  "| model | n | path | " + " | ".join(cols) + " | reference R-hat |",
+                  "|---|---:|---|" + "---|" * len(cols) + "---|"]
         for c in cells:
             ref = c["reference"]
             rhat = "—" if ref.get("rhat") is None else (f"{ref['rhat']:.3f}" + REFERENCE_HOW.get(ref["how"], f", {ref['how']}")
                                                          + ("" if ref["converged"] else ": not converged, no distance"))
-            lines.append(f"| {c['model']} | {c['n']:,} | " + " | ".join(_path_cells(c.get("posterior"))) + " | "
-                         + " | ".join(_path_cells(c.get("localized"))) + f" | {_f(c.get('ratio_median_distance'))} | {rhat} |")
+            for path in PATHS:
+                if path in c:
+                    lines.append(f"| {c['model']} | {c['n']:,} | {path} | " + " | ".join(_path_cells(c[path])) + f" | {rhat} |")
     return "\n".join(lines) + "\n"
 
 
@@ -347,6 +400,9 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=1, help="draws per release (default 1)")
     parser.add_argument("--out", default=str(OUT), help="results path without suffix (default benchmarks/results/gallery_utility)")
     parser.add_argument("--smoke", action="store_true", help="say in the table's header that this is a smoke run")
+    parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS, help="release paths (default all three)")
+    parser.add_argument("--preview", type=int, default=0, metavar="K",
+                        help="also run pymc_dp.preview on K simulated datasets per cell (default 0: none)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if out.suffix in (".md", ".json", ".jsonl"):
@@ -354,7 +410,7 @@ def main(argv=None):
     command = "PYTHONPATH=. python benchmarks/gallery_utility.py " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
     started = time.perf_counter()
-    run(args.models, args.epsilons, args.releases, args.draws, out)
+    run(args.models, args.epsilons, args.releases, args.draws, out, paths=tuple(args.paths), preview=args.preview)
     seconds = time.perf_counter() - started
     with out.with_suffix(".jsonl").open("a") as sink:  # the invocation, for the header of a resumed table
         sink.write(json.dumps({"kind": "run", "command": command.strip(), "date": date, "seconds": round(seconds, 1),
@@ -378,7 +434,7 @@ def main(argv=None):
         "smoke": bool(args.smoke),
     }
     header = [
-        "# Gallery utility: posterior sampling beside localize-then-sample" + (" (SMOKE RUN)" if args.smoke else ""),
+        "# Gallery utility: posterior sampling beside localize-then-sample and path='auto'" + (" (SMOKE RUN)" if args.smoke else ""),
         "",
     ]
     if args.smoke:
@@ -393,8 +449,10 @@ def main(argv=None):
         *(f"* `{r['command']}` ({r['date']}, {r['seconds']:.0f} s, {r.get('cores', '?')} cores)" for r in runs),
         "",
         "Each model at its notebook's n (`make_data()` defaults, data seed 0); pure DP (δ = 0); `ledger=None`. "
-        "Path *posterior*: `make_private(model, epsilon, draws, data=DOMAINS, public=PUBLIC)`; path *localized*: "
-        "the same with `path=\"localized\"`. One release = certify + `sample(random_seed=100 + r, chains=1)`; "
+        "Path *posterior*: `make_private(model, epsilon, draws, data=DOMAINS, public=PUBLIC)`; paths *localized* and *auto*: "
+        "the same with `path=\"localized\"` / `path=\"auto\"` (→ the path auto chose; a noisy-statistics release "
+        "draws 1000 post-processing draws, and its distance is that of their mean). *Preview*: `pymc_dp.preview` of the "
+        "same cell on K simulated datasets (public; its median distance, and measured ÷ preview). One release = certify + `sample(random_seed=100 + r, chains=1)`; "
         "certify s is `make_private`'s wall time, sample s is `sample()`'s (for localized: both stages, with stage 2's certificate).",
         "",
         "Distance: for every main parameter (every scalar element of every free random variable, as "
