@@ -252,3 +252,21 @@ def test_poisson_posterior_is_near_the_non_private_fit():
     sd = np.concatenate([[float(post["alpha"].std())], post["beta"].std(("chain", "draw")).values])
     assert np.all(np.abs(got - ref) < 3.5 * sd), (got, ref, sd)
     assert np.all(sd < 0.6) and sd[0] < 0.25
+
+
+def test_fixed_approximation_interval_from_the_prior():
+    """approximation='fixed': the interval is the prior's central 90% box over the covariate box
+    (clipped to [-6, 6] for a logit), the coefficients are Chebyshev's, and the release says so."""
+    model, domains = logistic(n=60, lo=(-1.0, -1.0), hi=(1.0, 1.0), prior_sd=0.5)
+    mech = pass_glm(model, epsilon=2.0, data=domains, ledger=None, approximation="fixed")
+    q = stats.norm.ppf(0.95) * 0.5  # alpha, beta_j ~ N(0, 0.5): each coordinate's box is +-q
+    assert mech.interval == pytest.approx((-3 * q, 3 * q), rel=0.1)
+    assert mech.coefficients == pytest.approx(quadratic_approximation("logistic", mech.interval))
+    wide = pass_glm(logistic(n=60, lo=(-1.0, -1.0), hi=(1.0, 1.0), prior_sd=5.0)[0], epsilon=2.0, data=domains, ledger=None, approximation="fixed")
+    assert wide.interval == (-6.0, 6.0)
+    given = pass_glm(model, epsilon=2.0, data=domains, ledger=None, approximation="fixed", interval=(-2, 3))
+    assert given.interval == (-2.0, 3.0)
+    idata = mech.sample(20, chains=1, tune=30, random_seed=0)
+    attrs = json.loads(idata.attrs["pymc_dp"])
+    assert attrs["approximation"]["kind"] == "fixed" and attrs["approximation"]["interval"] == list(mech.interval)
+    assert "Chebyshev" in str(pymc_dp.report(idata))
