@@ -15,11 +15,13 @@ and scaled to ``y' = (y - y_c) / y_h`` in ``[-1, 1]`` (logistic: ``y' = 2y - 1``
 
 The approximation (Huggins, Adams & Broderick, NeurIPS 2017). Both likelihoods are canonical:
 ``log p(y | s) = y s - A(s) + log h(y)`` with ``A(s) = log(1 + e^s)`` (logistic) or ``e^s``
-(Poisson). On a public interval ``[s_lo, s_hi]`` of the linear predictor (:func:`predictor_interval`)
-``A`` is replaced by its degree-2 Chebyshev interpolant ``b0 + b1 s + b2 s²`` (``b2 > 0``): the
-log-likelihood ``cᵀ sum_i y_i z_i - n b0 - b1 cᵀ sum_i z_i - b2 cᵀ (sum_i z_i z_iᵀ) c`` then
-depends on the data only through ``S = sum_i z_i z_iᵀ`` (its first row is ``n`` and ``sum z``) and
-``u = sum_i y'_i z_i``. They are released once with Laplace noise (:class:`PassGLM`).
+(Poisson). ``A`` is replaced by a quadratic ``b0 + b1 s + b2 s²`` (``b2 > 0``): with
+``approximation="fixed"`` its degree-2 Chebyshev interpolant on a public interval ``[s_lo, s_hi]``
+of the linear predictor (:func:`predictor_interval`), as published; with ``"adaptive"`` (the
+default) the quadratic refitted inside the model at each point of the posterior
+(:meth:`PassGLM._law_coefficients`). Either way the log-likelihood
+``cᵀ sum_i y_i z_i - n b0 - b1 cᵀ sum_i z_i - b2 cᵀ (sum_i z_i z_iᵀ) c`` then depends on the data only through
+``S = sum_i z_i z_iᵀ`` (its first row is ``n`` and ``sum z``) and ``u = sum_i y'_i z_i``. They are released once with Laplace noise (:class:`PassGLM`).
 
 The noise-aware posterior (in the spirit of Kulkarni, Jälkö, Koskela, Kaski & Honkela, ICML 2021,
 with Bernstein & Sheldon's latent design statistics). The model holds the latent true ``S`` as the
