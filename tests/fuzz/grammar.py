@@ -101,6 +101,11 @@ class GeneratedModel:
 PROFILES = {
     "campaign": {"columns": (1, 2, 3, 3, 5, 8, 20), "groups": (2, 3, 5), "classes": (3, 4), "levels": (3, 4, 5)},
     "ci": {"columns": (1, 2, 2, 3), "groups": (2, 3), "classes": (3,), "levels": (3,)},
+    # public designs in the units users have (costs, years, incomes: 100s to 1000s), where a
+    # linear predictor leaves the floats' comfortable range (FOUND.md #11); a profile of its own
+    # so that the other profiles' seeds build the models they always built
+    "wide_scale": {"columns": (1, 2, 3), "groups": (2, 3), "classes": (3, 4), "levels": (3, 4),
+                   "public_scales": (1.0, 100.0, 1000.0)},
 }
 
 
@@ -289,8 +294,12 @@ class Matrix(Design):
         super().__init__(comp)
         self.d = int(comp.pick(comp.sizes["columns"]))
         values, domain = _matrix_domain(comp, comp.n, self.d)
+        scales = comp.sizes.get("public_scales")  # drawn only in profiles that have them
+        scale = float(comp.pick(scales)) if scales else 1.0
         self.X = comp.container("X_data", values, domain, private=comp.covariate_private(0.5),
-                                public_values=comp.rng.normal(0, 2, (comp.n, self.d)))
+                                public_values=scale * comp.rng.normal(0, 2, (comp.n, self.d)))
+        if scale != 1.0 and "X_data" not in comp.data:
+            comp.note(f"X_data public, scaled by {scale:g}")
         self.form = comp.pick(("@", "pt.dot", "pm.math.dot", "columns", "column_rvs"))
 
     def linear(self, tag=""):
