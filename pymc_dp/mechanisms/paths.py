@@ -23,6 +23,7 @@ from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import build_model
 from pymc_dp.mechanisms.counts import NoisyCounts
 from pymc_dp.mechanisms.logistic import NoisyLogistic, is_logistic
+from pymc_dp.mechanisms.pass_glm import PassGLM, read_glm
 from pymc_dp.mechanisms.refined import RefinedRegression
 from pymc_dp.mechanisms.regression import NoisyRegression
 from pymc_dp.mechanisms.statistics import NoisyStatistics, ReadsPrivateCovariates
@@ -124,7 +125,7 @@ def noisy_statistics(
         try:
             return NoisyStatistics(model, delta=delta, weights=weights, **kwargs)
         except ReadsPrivateCovariates:
-            return NoisyRegression(model, delta=delta, weights=weights, **kwargs)
+            return _covariate_regression(model, delta=delta, weights=weights, **kwargs)
     if delta == 0.0:
         try:  # a discrete network with Beta / Dirichlet priors: exact posterior, iid draws
             return NoisyCounts(model, **kwargs)
@@ -137,8 +138,21 @@ def noisy_statistics(
                 raise not_here from None
     try:
         return NoisyStatistics(model, delta=delta, **kwargs)
-    except ReadsPrivateCovariates:  # a Normal regression on private covariates?
-        return NoisyRegression(model, delta=delta, **kwargs)
+    except ReadsPrivateCovariates:  # a regression on private covariates
+        return _covariate_regression(model, delta=delta, **kwargs)
+
+
+def _covariate_regression(model, *, delta, weights=None, **kwargs):
+    """A regression on private covariates: PASS-GLM's noisy quadratic statistics for a Poisson
+    regression with a log link (:mod:`pymc_dp.mechanisms.pass_glm`), else the Normal linear
+    regression (:class:`NoisyRegression`, which refuses any other likelihood by name)."""
+    try:
+        glm = read_glm(model, kwargs["data"])
+    except (UnsupportedFactorError, DomainError, NotImplementedError):
+        glm = None
+    if glm is not None and glm.family == "poisson":
+        return PassGLM(model, delta=delta, weights=weights, **kwargs)
+    return NoisyRegression(model, delta=delta, weights=weights, **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,6 +245,11 @@ def _recommend(model, *, epsilon, data, unit, public, random_seed, delta) -> Rec
         return _recommend_regression(mech, epsilon)
     if isinstance(mech, NoisyLogistic):
         return _recommend_logistic(mech, epsilon)
+    if isinstance(mech, PassGLM):
+        return Recommendation("noisy_statistics", (
+            "a Poisson regression on private covariates: PASS-GLM's noisy quadratic statistics (sum z, sum z z', "
+            "sum y' z) are released once and the noise-aware posterior given them is calibrated "
+            "(benchmarks/results/calibration_pass_glm.md: 87-89% of 90% intervals at n = 300)"), {})
     inflation = {}
     prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
                                        var_names=[f.name for f in mech.factors])

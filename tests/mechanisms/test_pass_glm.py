@@ -270,3 +270,15 @@ def test_fixed_approximation_interval_from_the_prior():
     attrs = json.loads(idata.attrs["pymc_dp"])
     assert attrs["approximation"]["kind"] == "fixed" and attrs["approximation"]["interval"] == list(mech.interval)
     assert "Chebyshev" in str(pymc_dp.report(idata))
+
+
+def test_noisy_statistics_and_recommend_take_pass_glm_for_a_poisson_regression():
+    """A Poisson regression on private covariates reaches PASS-GLM through the one entry point
+    (it used to reach the Normal linear regression, which refused it), and recommend says so."""
+    model, domains = poisson()
+    mech = pymc_dp.noisy_statistics(model, epsilon=2.0, data=domains, ledger=None)
+    assert isinstance(mech, PassGLM)
+    rec = pymc_dp.recommend(model, epsilon=2.0, data=domains)
+    assert rec.path == "noisy_statistics" and "PASS-GLM" in rec.reason
+    auto = pymc_dp.make_private(model, epsilon=2.0, draws=1, data=domains, ledger=None, path="auto")
+    assert isinstance(auto, PassGLM) and auto.path_choice.path == "noisy_statistics"
