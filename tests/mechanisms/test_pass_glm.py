@@ -154,8 +154,10 @@ def test_statistical_audit_catches_halved_noise():
     model, domains = logistic(n=6)
     bad = HalvedPassGLM(model, epsilon=1.0, data=domains, ledger=None)
     res = pymc_dp.audit(bad, runs=50_000, confidence=0.999, random_seed=0, max_pairs=2000)
-    assert res.verdict == "fail", str(res)
-    assert res.measured > 1.2
+    # "fail": the 99.9% lower bound is above the claim of 1 (the true loss is about 2). OpenDP's
+    # noise is unseedable, so the bound varies between runs: a margin above 1 (1.2 here once)
+    # read 1.19 in one CI run and is not asserted
+    assert res.verdict == "fail" and res.measured > bad.epsilon, str(res)
 
 
 # --------------------------------------------------------------------------- refusals
