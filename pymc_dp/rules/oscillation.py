@@ -140,12 +140,15 @@ def oscillation(natural: NaturalParameter | LaplaceLocation | StudentTLocation, 
         return natural.oscillation(lo, hi)
     e_lo, e_hi = natural.eta_range(lo, hi)
     with np.errstate(invalid="ignore"):
-        width = np.where(e_hi == e_lo, 0.0, e_hi - e_lo)
+        # a point only where eta is finite there: logit(0) = logit(0) = -inf is a p that saturated
+        # in floats (sigmoid of any eta below -745), not a constant parameter (FOUND.md #12)
+        point = (e_hi == e_lo) & np.isfinite(e_lo)
+        width = np.where(point, 0.0, e_hi - e_lo)  # -inf - (-inf) is NaN: inf below
         if natural.float_error is not None:
             # the computed g errs by at most t_span x the error of eta at each of the two points,
             # and the error bound is convex in p: largest at an end of [lo, hi]
             error = np.maximum(natural.float_error(lo), natural.float_error(hi))
-            width = width + 2.0 * np.where(e_hi == e_lo, 0.0, error)
+            width = width + 2.0 * np.where(point, 0.0, error)
         out = np.asarray(natural.t_span, float) * width
     return np.where(np.isnan(out), np.inf, out)
 
@@ -412,7 +415,10 @@ def _span_half_oscillation(op, domain, params):
     spans = [region_span(p, "oscillation", str(i)) for i, p in enumerate(params)]
     varying = [i for i, (lo, hi) in enumerate(spans) if not np.array_equal(lo, hi)]
     if not varying:
-        return np.zeros(np.broadcast_shapes(*(np.shape(lo) for lo, _ in spans)))
+        shape = np.broadcast_shapes(*(np.shape(lo) for lo, _ in spans))
+        if _saturated_point(op, domain, spans):
+            return np.full(shape, np.inf)
+        return np.zeros(shape)
     if len(varying) != 1:
         return None
     (free,) = varying
@@ -425,6 +431,28 @@ def _span_half_oscillation(op, domain, params):
         return None
     lo, hi = spans[free]
     return 0.5 * oscillation(natural, lo, hi)
+
+
+def _saturated_point(op, domain, spans) -> bool:
+    """Whether a parameter that the interval evaluator returned as one point may be a float that
+    *saturated* (tests/fuzz/FOUND.md #12): ``sigmoid(eta)`` is ``0.0`` for every ``eta < -745``
+    and ``1.0`` above 37, so a Span of ``p`` collapses to a point while the model's own logp,
+    which PyMC computes from the logit stably, still varies over the region. A point whose
+    natural parameter is not finite (``logit(0)``, ``logit(1)``, ``ln 0``) proves nothing
+    constant: the caller fails closed."""
+    for i, (lo, _) in enumerate(spans):
+        fixed = tuple(None if j == i else point for j, (point, _) in enumerate(spans))
+        try:
+            natural = natural_parameter(op, domain, fixed, i)
+        except Exception:  # noqa: BLE001 - no natural parameter: nothing to saturate
+            continue
+        if not isinstance(natural, NaturalParameter):  # None, or a location's own bound: nothing saturates
+            continue
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            eta = np.asarray(natural.eta(np.asarray(lo, float)), float)
+        if not np.all(np.isfinite(eta)):
+            return True
+    return False
 
 
 for _op in (BernoulliRV, BinomialRV, PoissonRV, GeometricRV, ExponentialRV, GammaRV, LogNormalRV, BetaRV,

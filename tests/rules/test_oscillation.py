@@ -255,3 +255,27 @@ def test_campaign_seed_1000622_is_certified_and_kept_by_the_thorough_check():
 
     result = run_one(1000622)
     assert result.status == "certified" and not result.problems, result.problems
+
+
+def test_a_probability_saturated_in_floats_is_not_a_constant_parameter():
+    """FOUND.md #12: the interval evaluator's Span of p = sigmoid(eta) is [0, 0] for every eta below
+    -745, while PyMC computes the Binomial's logp from the logit and it still varies: the
+    oscillation is infinite there (it read 0, from logit(0) - logit(0) taken as a point)."""
+    from pytensor.tensor.random.basic import BinomialRV
+
+    natural = natural_parameter(BinomialRV(), Integers(0, 10), (np.asarray(10.0), None), 1)
+    out = oscillation(natural, np.array([0.0, 1.0, 0.3]), np.array([0.0, 1.0, 0.3]))
+    assert np.isinf(out[0]) and np.isinf(out[1]) and out[2] == 0.0
+
+
+def test_wide_scale_seed_134_is_refused_not_refuted():
+    """FOUND.md #12 end to end: a Binomial logit on a public design scaled by 1000 (weights near -2
+    give eta ~ -3000) was certified with half the oscillation 0.00755 and refuted (3052)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.fuzz.harness import run_one
+
+    result = run_one(134, profile="wide_scale")
+    assert result.status in ("certified", "refused") and not result.problems, (result.status, result.problems)
