@@ -378,21 +378,12 @@ class PassGLM(NoisyStatistics):
     def _joint(self, kind: str) -> tuple[float, float, int]:
         """The joint bound over one record's change on the box ``[-1, 1]^(F+1)`` of ``(z, y')``;
         ``"attribute"`` takes the smaller of ``K`` and the weights of one container's statistics."""
-        from pymc_dp.mechanisms.sensitivity import joint_bound
+        from pymc_dp.mechanisms.sensitivity import statistics_joint_bound
 
         glm = self.glm
         p = len(glm.features) + 1
-        w = self.weights
-        K, attained = joint_bound([t for *_, t in glm.stats], [sp for _, sp, _, _ in glm.stats], [-1.0] * p, [1.0] * p,
-                                  weights=[w[n] for n, *_ in glm.stats])
-        if not (math.isfinite(K) and K > 0):
-            raise ValueError(f"the joint sensitivity bound {K!r} is not finite: refusing to release.")
-        d = len(glm.stats)
-        if kind == "attribute":
-            d = max(sum(c in r for _, _, r, _ in glm.stats) for c in self.reads)
-            dw = max(sum(w[n] for n, _, r, _ in glm.stats if c in r) for c in self.reads)
-            return min(K, dw), min(attained, dw), d
-        return K, attained, d
+        return statistics_joint_bound(glm.stats, self.weights, [-1.0] * p, [1.0] * p, kind, self.reads,
+                                      require_finite=True)
 
     def _true_statistics(self, values: Mapping[str, Any]) -> dict[str, float]:
         glm = self.glm

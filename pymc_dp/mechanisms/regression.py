@@ -343,7 +343,7 @@ class NoisyRegression(NoisyStatistics):
         """The joint bound over one record's change (coordinates: the features, then the
         outcome). One container's change moves fewer statistics and is no worse than a whole
         record's, so ``"attribute"`` takes the smaller of ``K`` and its own count."""
-        from pymc_dp.mechanisms.sensitivity import joint_bound
+        from pymc_dp.mechanisms.sensitivity import statistics_joint_bound
 
         reg = self.regression
         lo = [f.lo for f in reg.features] + [reg.y_range[0]]
@@ -352,15 +352,7 @@ class NoisyRegression(NoisyStatistics):
         for j, f in enumerate(reg.features):
             if f.ball is not None:
                 balls.setdefault(f.ball, []).append(j)
-        w = self.weights
-        K, attained = joint_bound([t for *_, t in reg.stats], [sp for _, sp, _, _ in reg.stats], lo, hi,
-                                  weights=[w[n] for n, *_ in reg.stats], radius=balls)
-        d = len(reg.stats)
-        if kind == "attribute":  # one container moves only its statistics: their weights bound K
-            d = max(sum(c in r for _, _, r, _ in reg.stats) for c in self.reads)
-            dw = max(sum(w[n] for n, _, r, _ in reg.stats if c in r) for c in self.reads)
-            return min(K, dw), min(attained, dw), d
-        return K, attained, d
+        return statistics_joint_bound(reg.stats, self.weights, lo, hi, kind, self.reads, radius=balls)
 
     def _true_statistics(self, values: Mapping[str, Any]) -> dict[str, float]:
         reg = self.regression

@@ -44,7 +44,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["joint_bound", "reduced_bound"]
+__all__ = ["joint_bound", "reduced_bound", "statistics_joint_bound"]
 
 
 def _term_interval(lo: np.ndarray, hi: np.ndarray, term: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -262,3 +262,23 @@ def _pair_search(terms, spans, weights, lo, hi, radius, tol, max_rounds, max_box
         right_lo[rows, axis] = mid[rows, axis]
         blo, bhi = np.concatenate([blo, right_lo]), np.concatenate([left_hi, bhi])
     return max(upper, best), best
+
+
+def statistics_joint_bound(stats, weights, lo, hi, kind: str, reads, radius=None,
+                           require_finite: bool = False) -> tuple[float, float, int]:
+    """:func:`joint_bound` of a regression's statistics ``stats`` (``(name, span, reads, t)`` each)
+    over one record's change in the box ``[lo, hi]``, and the count of statistics one unit moves.
+
+    ``"attribute"``: one container moves only the statistics that read it, so ``K`` and the
+    attained change are at most their weights' sum (the smaller is returned). ``require_finite``:
+    a ``K`` that is not finite and positive raises ``ValueError`` (before the attribute's cap)."""
+    K, attained = joint_bound([t for *_, t in stats], [sp for _, sp, _, _ in stats], lo, hi,
+                              weights=[weights[n] for n, *_ in stats], radius=radius)
+    if require_finite and not (math.isfinite(K) and K > 0):
+        raise ValueError(f"the joint sensitivity bound {K!r} is not finite: refusing to release.")
+    d = len(stats)
+    if kind == "attribute":
+        d = max(sum(c in r for _, _, r, _ in stats) for c in reads)
+        dw = max(sum(weights[n] for n, _, r, _ in stats if c in r) for c in reads)
+        return min(K, dw), min(attained, dw), d
+    return K, attained, d
