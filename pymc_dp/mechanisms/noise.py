@@ -1,4 +1,4 @@
-"""Laplace noise from OpenDP's vetted samplers (never ``numpy.random.laplace``).
+"""Laplace and Gaussian noise from OpenDP's vetted samplers (never ``numpy.random`` in a release).
 
 Floating-point Laplace samplers built from ``log(uniform)`` leak the noiseless value through the
 pattern of representable outputs (Mironov 2012). OpenDP's samplers are exact: integer counts get
@@ -9,19 +9,120 @@ seeded**, and two calls never give the same noise.
 
 Each function makes one OpenDP measurement for the whole vector and checks OpenDP's own privacy
 map: ``map(d_in=sensitivity) <= epsilon``.
+
+Seeded noise for audits
+-----------------------
+A statistical audit (:func:`pymc_dp.audit`) runs a mechanism tens of thousands of times on two
+neighbouring datasets and bounds its privacy loss from below. With unseedable noise its verdict
+varies from run to run (a test of a mechanism whose claim is attained reads "fail" now and then).
+Inside :func:`audit_noise`, every public noise function of this module draws its noise from the
+given seeded :class:`numpy.random.Generator` instead, so an audit with a seed is reproducible
+bit for bit. The generator is held in a :class:`contextvars.ContextVar` (never a module global):
+it is seen only by the code that runs inside the ``with`` block (in that thread or task), and it
+is reset when the block ends, also on an exception. Outside the block nothing changes: a release
+always draws OpenDP's noise.
+
+*Why it is safe.* Only audits enter the context. What an audit computes from these runs is never
+published as a release: the audit reads the data and its result is not differentially private in
+any case (:mod:`pymc_dp.audits`), and it charges no budget. The floating-point weakness that makes
+OpenDP necessary for a release (the low bits of a ``log(uniform)`` Laplace draw) concerns a
+published value; an audit's threshold events on its statistics cannot see it. OpenDP's privacy
+map is checked exactly as in a release (a mis-calibrated scale is refused in an audit too).
+
+*Why it is the same distribution, with the same scale.*
+
+``discrete_laplace``
+    ``G1 - G2`` for independent geometric ``G1, G2`` on ``{0, 1, ...}`` with success
+    probability ``p = 1 - exp(-1/b)``: ``P(G1 - G2 = z) = (1 - q)/(1 + q) q^|z|`` with
+    ``q = exp(-1/b)``, which is ``∝ exp(-|z|/b)``: OpenDP's discrete Laplace, exactly.
+``discrete_gaussian``
+    The exact rejection sampler of Canonne, Kamath & Steinke (2020, Algorithm 3), which OpenDP
+    implements too: with ``t = floor(sigma) + 1``, a discrete Laplace ``Y`` of scale ``t`` is
+    accepted with probability ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``; the accepted ``Y``
+    has ``P(y) ∝ exp(-|y|/t - (|y| - sigma^2/t)^2/(2 sigma^2)) ∝ exp(-y^2/(2 sigma^2))``.
+    (The Bernoulli trials use a float ``uniform < exp(...)``: exact up to double rounding of
+    the acceptance probability, a relative 1e-16.)
+``continuous_laplace``, ``continuous_gaussian``
+    ``rng.laplace(0, b)`` and ``rng.normal(0, sigma)``: the Laplace and Normal laws of OpenDP's
+    samplers, which differ from numpy's only by rounding to the output grid (a relative ``2^-52``)
+    and beyond ``|z| > 36.7 b`` for the Laplace (numpy's 53-bit uniform; probability ``1e-16``).
+
+``tests/mechanisms/test_noise.py`` tests each against its closed-form pmf or cdf at several
+scales.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
+from typing import Iterator
 
 import numpy as np
 
 from pymc_dp.exceptions import PrivacyError
 
 __all__ = ["continuous_laplace", "discrete_laplace", "continuous_gaussian", "discrete_gaussian", "gaussian_scale",
-           "opendp_version"]
+           "opendp_version", "audit_noise", "audit_noise_generator"]
+
+#: the seeded generator of the innermost :func:`audit_noise` block of this context, or None
+_AUDIT_RNG: contextvars.ContextVar[np.random.Generator | None] = contextvars.ContextVar("pymc_dp_audit_rng", default=None)
+
+
+@contextlib.contextmanager
+def audit_noise(rng: np.random.Generator) -> Iterator[np.random.Generator]:
+    """Inside the block, every noise function of this module draws from ``rng`` (for audits only).
+
+    The same distribution with the same scale as OpenDP's samplers (see the module docstring),
+    from a seeded generator, so that an audit is reproducible. OpenDP's privacy map is still
+    checked. The setting lives in a :class:`contextvars.ContextVar`: it is reset when the block
+    ends (also on an exception) and is not seen by other threads. Never release inside it.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The seeded generator the noise is drawn from.
+
+    Yields
+    ------
+    numpy.random.Generator
+        ``rng``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"audit_noise needs a numpy.random.Generator as rng, got {type(rng).__name__}: "
+                        "pass numpy.random.default_rng(seed)")
+    token = _AUDIT_RNG.set(rng)
+    try:
+        yield rng
+    finally:
+        _AUDIT_RNG.reset(token)
+
+
+def audit_noise_generator() -> np.random.Generator | None:
+    """The generator of the :func:`audit_noise` block this code runs in, or ``None`` (a release)."""
+    return _AUDIT_RNG.get()
+
+
+def _seeded_discrete_laplace(rng: np.random.Generator, scale: float, size: int) -> np.ndarray:
+    """``size`` iid discrete Laplace(``scale``) draws ``P(z) ∝ exp(-|z|/scale)``: a difference of
+    two geometrics with ``p = 1 - exp(-1/scale)`` (numpy's start at 1; the shifts cancel)."""
+    p = -math.expm1(-1.0 / scale)
+    return rng.geometric(p, size).astype(np.int64) - rng.geometric(p, size).astype(np.int64)
+
+
+def _seeded_discrete_gaussian(rng: np.random.Generator, sigma: float, size: int) -> np.ndarray:
+    """``size`` iid discrete Gaussian draws ``P(z) ∝ exp(-z^2/(2 sigma^2))`` by Canonne, Kamath &
+    Steinke's rejection from a discrete Laplace of scale ``floor(sigma) + 1`` (their Algorithm 3)."""
+    t = math.floor(sigma) + 1.0
+    out = np.empty(size, np.int64)
+    todo = np.arange(size)
+    while todo.size:
+        y = _seeded_discrete_laplace(rng, t, todo.size)
+        accept = rng.random(todo.size) < np.exp(-((np.abs(y) - sigma**2 / t) ** 2) / (2.0 * sigma**2))
+        out[todo[accept]] = y[accept]
+        todo = todo[~accept]
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,7 +174,8 @@ def discrete_laplace(values, scale: float, *, sensitivity: float | None = None, 
     ``Δ / b``-DP. When ``sensitivity`` and ``epsilon`` are given, OpenDP's map is evaluated and
     a :class:`PrivacyError` is raised if it exceeds ``epsilon``.
 
-    Returns an int64 array of the shape of ``values``. Not seedable (OS CSPRNG).
+    Returns an int64 array of the shape of ``values``. Not seedable (OS CSPRNG), except inside
+    :func:`audit_noise`.
     """
     arr = np.asarray(values)
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
@@ -81,6 +183,9 @@ def discrete_laplace(values, scale: float, *, sensitivity: float | None = None, 
     meas = _check(scale, sensitivity, epsilon, "int")
     if arr.size == 0:
         return arr.astype(np.int64)
+    rng = _AUDIT_RNG.get()
+    if rng is not None:
+        return arr.astype(np.int64) + _seeded_discrete_laplace(rng, float(scale), arr.size).reshape(arr.shape)
     return np.asarray(meas(arr.reshape(-1).astype(np.int64).tolist()), dtype=np.int64).reshape(arr.shape)
 
 
@@ -90,7 +195,7 @@ def continuous_laplace(values, scale: float, *, sensitivity: float | None = None
 
     Privacy map: a real vector query of L1 sensitivity ``Δ`` released with scale ``b`` is
     ``Δ / b``-DP (OpenDP rounds the map up to account for the output grid). Checked as in
-    :func:`discrete_laplace`. Not seedable.
+    :func:`discrete_laplace`. Not seedable, except inside :func:`audit_noise`.
     """
     arr = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(arr)):
@@ -98,6 +203,9 @@ def continuous_laplace(values, scale: float, *, sensitivity: float | None = None
     meas = _check(scale, sensitivity, epsilon, "float")
     if arr.size == 0:
         return arr
+    rng = _AUDIT_RNG.get()
+    if rng is not None:
+        return arr + rng.laplace(0.0, float(scale), arr.shape)
     return np.asarray(meas(arr.reshape(-1).tolist()), dtype=float).reshape(arr.shape)
 
 
@@ -162,26 +270,34 @@ def continuous_gaussian(values, scale: float, *, sensitivity: float | None = Non
                         delta: float | None = None) -> np.ndarray:
     """``values`` (floats) plus iid Gaussian(``scale``) noise from OpenDP's floating-point-safe
     sampler. Privacy map: ``rho``-zCDP with ``rho = Delta_2^2 / (2 scale^2)`` for L2 sensitivity
-    ``Delta_2``; checked at ``(epsilon, delta)`` when given. Not seedable."""
+    ``Delta_2``; checked at ``(epsilon, delta)`` when given. Not seedable, except inside
+    :func:`audit_noise`."""
     arr = np.asarray(values, dtype=float)
     if not np.all(np.isfinite(arr)):
         raise PrivacyError("continuous_gaussian: the values must be finite")
     _check_gaussian(scale, sensitivity, epsilon, delta)
     if arr.size == 0:
         return arr
+    rng = _AUDIT_RNG.get()
+    if rng is not None:
+        return arr + rng.normal(0.0, float(scale), arr.shape)
     return np.asarray(_gaussian("float", float(scale))(arr.reshape(-1).tolist()), dtype=float).reshape(arr.shape)
 
 
 def discrete_gaussian(values, scale: float, *, sensitivity: float | None = None, epsilon: float | None = None,
                       delta: float | None = None) -> np.ndarray:
     """``values`` (integers) plus iid discrete Gaussian(``scale``) noise (Canonne, Kamath & Steinke
-    2020), by OpenDP; the same zCDP map as the continuous one. Not seedable."""
+    2020), by OpenDP; the same zCDP map as the continuous one. Not seedable, except inside
+    :func:`audit_noise`."""
     arr = np.asarray(values)
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         raise TypeError("discrete_gaussian needs integer values (counts)")
     _check_gaussian(scale, sensitivity, epsilon, delta)
     if arr.size == 0:
         return arr.astype(np.int64)
+    rng = _AUDIT_RNG.get()
+    if rng is not None:
+        return arr.astype(np.int64) + _seeded_discrete_gaussian(rng, float(scale), arr.size).reshape(arr.shape)
     return np.asarray(_gaussian("int", float(scale))(arr.reshape(-1).astype(np.int64).tolist()), dtype=np.int64).reshape(arr.shape)
 
 
