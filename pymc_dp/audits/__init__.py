@@ -41,8 +41,10 @@ this module is the driver.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -58,11 +60,43 @@ from pymc_dp.audits.statistical import (
     statistical_test,
     statistical_verdict,
 )
+from pymc_dp.mechanisms.noise import audit_noise
 from pymc_dp.units import describe_unit
 
-__all__ = ["audit", "AuditResult", "Witness", "AuditError", "clopper_pearson"]
+__all__ = ["audit", "AuditResult", "Witness", "AuditError", "clopper_pearson", "noise_generator"]
 
 
+def noise_generator(random_seed) -> np.random.Generator | None:
+    """The generator an audit with ``random_seed`` draws the mechanisms' noise from, or ``None``.
+
+    A stream of its own, derived from ``random_seed`` (the first child of its
+    :class:`numpy.random.SeedSequence`), independent of the stream ``default_rng(random_seed)``
+    that seeds the search and the runs. ``None`` (no seed): ``None``, OpenDP's own samplers."""
+    if random_seed is None:
+        return None
+    if isinstance(random_seed, np.random.Generator):
+        return random_seed.spawn(1)[0]
+    seq = random_seed if isinstance(random_seed, np.random.SeedSequence) else np.random.SeedSequence(random_seed)
+    return np.random.default_rng(seq.spawn(1)[0])
+
+
+def _seeded_noise(fn: Callable[..., AuditResult]) -> Callable[..., AuditResult]:
+    """Run ``fn`` (an audit taking ``random_seed``) inside :func:`~pymc_dp.mechanisms.noise.audit_noise`
+    with :func:`noise_generator` of its seed, so that its OpenDP noise is seeded too."""
+    default = inspect.signature(fn).parameters["random_seed"].default
+
+    @functools.wraps(fn)
+    def wrapper(private_model, **kwargs):
+        rng = noise_generator(kwargs.get("random_seed", default))
+        if rng is None:
+            return fn(private_model, **kwargs)
+        with audit_noise(rng):
+            return fn(private_model, **kwargs)
+
+    return wrapper
+
+
+@_seeded_noise
 def audit(
     private_model,
     *,
@@ -119,11 +153,15 @@ def audit(
         Statistical: audit one draw against the per-draw epsilon (default), or a statistic (the
         mean) of a whole release of ``draws`` draws against the release's total epsilon.
     random_seed : int, optional
-        Seeds the search's random datasets and the statistical runs. A mechanism whose noise
-        OpenDP draws (noisy statistics, Laplace updates, ...) is run with OpenDP's sampler, which
-        reads the operating system's entropy and cannot be seeded: its statistical verdict varies
-        from run to run, and on a mechanism whose claim is attained it reads "fail" with
-        probability about ``(1 - confidence) / 2`` (use ``confidence=0.999`` in a test).
+        Seeds the search's random datasets and the statistical runs, and the noise of a
+        mechanism whose release draws OpenDP's noise (noisy statistics, Laplace updates, ...):
+        the audit runs inside :func:`pymc_dp.mechanisms.noise.audit_noise` with a generator
+        derived from the seed (:func:`noise_generator`), which draws the same distributions with
+        the same scales as OpenDP's samplers (their privacy maps still checked). An audit with a
+        seed is reproducible bit for bit. ``None``: fresh entropy for the search and runs, and
+        OpenDP's own (unseedable) samplers for the noise, as a release draws it; the verdict then
+        varies from run to run, and on a mechanism whose claim is attained it reads "fail" with
+        probability about ``(1 - confidence) / 2``.
     max_bases, max_pairs, groups, levels, random_bases : int
         Search size: base datasets (fewer when they would give more than about ``max_pairs``
         neighbouring pairs); groups of identical rows (or users) changed per base dataset (the
