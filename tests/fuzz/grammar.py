@@ -80,6 +80,10 @@ class GeneratedModel:
     epsilon: float
     draws: int
     family: str
+    #: profile "paths" only: the release path asked of ``pymc_dp.make_private`` ("" elsewhere)
+    path: str = ""
+    #: profile "paths" only: why this shape must be refused by ``path`` ("" where it may be accepted)
+    must_refuse: str = ""
 
     @property
     def description(self) -> str:
@@ -106,6 +110,10 @@ PROFILES = {
     # so that the other profiles' seeds build the models they always built
     "wide_scale": {"columns": (1, 2, 3), "groups": (2, 3), "classes": (3, 4), "levels": (3, 4),
                    "public_scales": (1.0, 100.0, 1000.0)},
+    # GLM-shaped models for the release paths other than posterior sampling (localized, auto,
+    # noisy_statistics): built by :func:`generate_paths`, not by the composer above; last in the
+    # table, so that the other profiles' seeds (their index in it) build what they always built
+    "paths": {"columns": (1, 2, 3, 4)},
 }
 
 
@@ -841,13 +849,16 @@ def generate(seed: int, profile: str = "campaign") -> GeneratedModel:
     ----------
     seed : int
         Any non-negative integer.
-    profile : {"campaign", "ci"}
-        The shapes drawn (:data:`PROFILES`): ``"ci"`` keeps designs to 3 columns and 3 groups.
+    profile : {"campaign", "ci", "wide_scale", "paths"}
+        The shapes drawn (:data:`PROFILES`): ``"ci"`` keeps designs to 3 columns and 3 groups;
+        ``"paths"`` draws the GLMs of :func:`generate_paths` and the release path to ask for.
 
     Returns
     -------
     GeneratedModel
     """
+    if profile == "paths":
+        return generate_paths(seed)
     rng = np.random.default_rng([20261128, int(seed), list(PROFILES).index(profile)])
     comp = _Composer(rng=rng, n=int(rng.integers(20, 61)), sizes=PROFILES[profile])
     family = _weighted_key(rng, {k: w for k, (_, w, _) in FAMILIES.items()})
@@ -864,3 +875,183 @@ def generate(seed: int, profile: str = "campaign") -> GeneratedModel:
     comp.note(f"epsilon={epsilon:g}, draws={draws}")
     return GeneratedModel(seed=int(seed), recipe=tuple(comp.recipe), model=model, data=dict(comp.data),
                           public=tuple(comp.public), unit=unit, epsilon=epsilon, draws=draws, family=family)
+
+
+# ---------------------------------------------------------------------------- profile "paths"
+#: the release paths profile "paths" asks ``pymc_dp.make_private`` for, with their weights
+PATHS = {"localized": 1.0, "auto": 1.0, "noisy_statistics": 1.0}
+#: the budgets profile "paths" draws (the auto path localizes from 3 on)
+PATHS_EPSILONS = (0.5, 1.0, 3.0, 10.0)
+#: the GLMs profile "paths" draws: Normal linear, Bernoulli logit, Poisson log
+PATHS_FAMILIES = ("linear", "logistic", "poisson")
+#: the share of profile "paths" models drawn in a shape their path must refuse
+REFUSE_SHARE = 0.15
+#: path -> the shapes it must refuse (a typed refusal is the only right answer): an outcome
+#: declared unbounded (no path can bound a record's change), a discrete free RV or a simplex
+#: weight under "localized" (its boxes hold continuous, elementwise-transformed RVs only), a
+#: StudentT or probit likelihood under "noisy_statistics" (no sufficient statistics it implements)
+REFUSED_SHAPES = {
+    "localized": ("unbounded_outcome", "discrete_rv", "simplex_weights"),
+    "auto": ("unbounded_outcome",),
+    "noisy_statistics": ("unbounded_outcome", "studentt_likelihood", "probit_link"),
+}
+
+
+def _paths_covariates(comp: _Composer, d: int, true_w: np.ndarray):
+    """The covariates of a ``paths`` model: one design-matrix container ``X_data`` (``d``
+    columns) or ``d`` column containers ``x1_data``.. ``xd_data``, each private (a declared
+    domain holding its values) or public at random. Returns the list of (container tensor,
+    column index or None) per column and the true linear predictor's covariate part."""
+    n = comp.n
+    if d > 1 and comp.coin(0.5):
+        kind = comp.pick(("Ball", "Box", "Box_per_feature", "Interval"))
+        if kind == "Ball":
+            radius = float(comp.pick((1.0, 2.0)))
+            values, domain = _ball_rows(comp.rng, n, d, radius), pymc_dp.Ball(radius)
+        elif kind == "Box":
+            lo, hi = comp.pick(((-1.0, 1.0), (0.0, 1.0), (-3.0, 3.0)))
+            values, domain = comp.rng.uniform(lo, hi, (n, d)), pymc_dp.Box(lo, hi)
+        elif kind == "Box_per_feature":
+            lo = -comp.rng.integers(0, 3, d).astype(float)
+            hi = lo + comp.rng.integers(1, 4, d)
+            values, domain = comp.rng.uniform(lo, hi, (n, d)), pymc_dp.Box(lo, hi)
+        else:
+            values, domain = comp.rng.uniform(-1, 1, (n, d)), pymc_dp.Interval(-1.0, 1.0)
+        private = comp.covariate_private(0.7)
+        public_values = comp.rng.normal(0, 1, (n, d))
+        X = comp.container("X_data", values, domain, private=private, public_values=public_values)
+        used = values if private else public_values
+        return [(X, j) for j in range(d)], used @ true_w
+    columns, part = [], np.zeros(n)
+    for j in range(d):
+        kind = comp.pick(("Interval", "Interval", "Binary", "Integers"))
+        if kind == "Interval":
+            lo, hi = comp.pick(((-1.0, 1.0), (0.0, 1.0), (0.0, 5.0), (-2.0, 2.0)))
+            values, domain = comp.rng.uniform(lo, hi, n), pymc_dp.Interval(lo, hi)
+        elif kind == "Binary":
+            values, domain = comp.rng.integers(0, 2, n).astype(float), pymc_dp.Binary()
+        else:
+            values, domain = comp.rng.integers(0, 4, n).astype(float), pymc_dp.Integers(0, 3)
+        private = comp.covariate_private(0.7)
+        public_values = comp.rng.normal(0, 1, n)
+        x = comp.container(f"x{j + 1}_data", values, domain, private=private, public_values=public_values)
+        columns.append((x, None))
+        part = part + (values if private else public_values) * true_w[j]
+    return columns, part
+
+
+def _paths_predictor(comp: _Composer, columns, shape: str):
+    """``intercept + sum_j w_j x_j`` over ``columns`` in a form users write (``X @ w``,
+    ``pt.dot``, column by column, one RV per column); ``shape`` adds the refused forms."""
+    d = len(columns)
+    b0 = comp.location("intercept") if not comp.coin(0.1) else 0.0
+    if isinstance(b0, float):
+        comp.note("intercept = 0 (none written)")
+    matrix = columns[0][1] is not None
+    if shape == "simplex_weights":
+        w = pm.Dirichlet("weights_simplex", a=np.ones(d)) * comp.location("weights_scale")
+        comp.note(f"weights = weights_simplex ~ Dirichlet(ones({d})) * weights_scale")
+    elif matrix and comp.coin(0.7):
+        w = comp.location("weights", (d,)) if comp.coin(0.7) else comp._uniform_weights("weights", d)
+    else:
+        w = None
+    if w is not None and matrix:
+        X = columns[0][0]
+        form = comp.pick(("@", "pt.dot", "columns"))
+        xw = X @ w if form == "@" else pt.dot(X, w) if form == "pt.dot" else sum(w[j] * X[:, j] for j in range(d))
+        comp.note(f"eta = intercept + {form}(X_data, weights)")
+    else:
+        terms = []
+        for j, (x, col) in enumerate(columns):
+            beta = w[j] if w is not None else comp.location(f"beta{j + 1}")
+            terms.append(beta * (x if col is None else x[:, col]))
+        xw = sum(terms)
+        comp.note("eta = intercept + " + " + ".join(f"beta{j + 1}*{'X_data[:, %d]' % c if c is not None else f'x{j + 1}_data'}"
+                                                    for j, (_, c) in enumerate(columns)))
+    if shape == "discrete_rv":
+        switch = pm.Bernoulli("use_covariates", 0.5)
+        comp.note("use_covariates ~ Bernoulli(0.5); eta = intercept + use_covariates * (covariate terms)")
+        xw = switch * xw
+    return b0 + xw
+
+
+def generate_paths(seed: int) -> GeneratedModel:
+    """The model of ``seed`` in profile ``"paths"``: a GLM that the release paths other than
+    posterior sampling accept, and the path to ask for.
+
+    Drawn from ``default_rng([20261128, seed, index of "paths" in PROFILES])``: ``n`` in 20..300;
+    a family (:data:`PATHS_FAMILIES`: Normal linear regression with a fixed or free scale,
+    Bernoulli with ``logit_p=``, ``invlogit`` or ``sigmoid``, Poisson with ``exp``); 1 to 4
+    covariates in one matrix container or in column containers, each private (a random declared
+    domain: Ball, Box, Interval, Binary, Integers) or public; the outcome private (a bounded
+    domain) or, now and then, public beside a private covariate; Normal / StudentT / Uniform
+    priors; the unit (record, attribute or ``Users(max_rows=2)``); ``epsilon`` in
+    :data:`PATHS_EPSILONS`; the path (:data:`PATHS`) and, in about :data:`REFUSE_SHARE` of the
+    models, a shape that path must refuse (:data:`REFUSED_SHAPES`, stated as ``must_refuse``).
+    """
+    rng = np.random.default_rng([20261128, int(seed), list(PROFILES).index("paths")])
+    comp = _Composer(rng=rng, n=int(rng.integers(20, 301)), sizes=PROFILES["paths"])
+    family = comp.pick(PATHS_FAMILIES)
+    path = _weighted_key(rng, PATHS)
+    shape = comp.pick(REFUSED_SHAPES[path]) if comp.coin(REFUSE_SHARE) else ""
+    if shape == "studentt_likelihood":
+        family = "linear"
+    elif shape == "probit_link":
+        family = "logistic"
+    elif shape == "unbounded_outcome" and family == "logistic":
+        family = "linear"  # a Binary outcome is bounded: the unbounded shape is a linear or count outcome
+    d = int(comp.pick(comp.sizes["columns"]))
+    comp.outcome_private = comp.coin(0.85)
+    comp.note(f"seed={seed}; profile=paths; n={comp.n}; family={family}; path={path}; covariates={d}"
+              + (f"; must refuse: {shape}" if shape else ""))
+    true_w = rng.normal(0, 0.5, d)
+    true_b0 = float(rng.normal(0, 0.5))
+    with pm.Model() as model:
+        columns, part = _paths_covariates(comp, d, true_w)
+        eta_true = true_b0 + part
+        if not comp.data:  # every covariate public: the outcome is private
+            comp.outcome_private = True
+        if family == "linear":
+            lo, hi = comp.pick(((-5.0, 5.0), (0.0, 10.0), (-2.0, 6.0)))
+            mid = (lo + hi) / 2.0
+            if shape == "unbounded_outcome":
+                values = mid + np.abs(eta_true + rng.normal(0, 0.5, comp.n))
+                y = comp.outcome(values, pymc_dp.Interval(mid, np.inf))
+            else:
+                y = comp.outcome(np.clip(mid + eta_true + rng.normal(0, 0.5, comp.n), lo, hi), pymc_dp.Interval(lo, hi))
+            eta = _paths_predictor(comp, columns, shape)
+            sigma = comp.scale("noise_sigma")
+            if shape == "studentt_likelihood":
+                comp.note(f"{LIKELIHOOD} ~ StudentT(nu=4, mu=eta, sigma=noise_sigma)")
+                pm.StudentT(LIKELIHOOD, nu=4.0, mu=eta, sigma=sigma, observed=y)
+            else:
+                comp.note(f"{LIKELIHOOD} ~ Normal(mu=eta, sigma=noise_sigma)")
+                pm.Normal(LIKELIHOOD, mu=eta, sigma=sigma, observed=y)
+        elif family == "logistic":
+            y = comp.outcome(rng.binomial(1, 1.0 / (1.0 + np.exp(-eta_true))), pymc_dp.Binary())
+            eta = _paths_predictor(comp, columns, shape)
+            form = "invprobit" if shape == "probit_link" else comp.pick(("logit_p", "invlogit", "sigmoid"))
+            comp.note(f"{LIKELIHOOD} ~ Bernoulli({'logit_p=eta' if form == 'logit_p' else f'p={form}(eta)'})")
+            if form == "logit_p":
+                pm.Bernoulli(LIKELIHOOD, logit_p=eta, observed=y)
+            else:
+                pm.Bernoulli(LIKELIHOOD, p=getattr(pm.math, form)(eta), observed=y)
+        else:
+            M = int(comp.pick((5, 10, 30)))
+            counts = np.minimum(rng.poisson(np.exp(np.clip(eta_true, -5, np.log(M)))), M)
+            if shape == "unbounded_outcome":
+                y = comp.outcome(counts, pymc_dp.Interval(0.0, np.inf))  # Integers must be finite
+            else:
+                y = comp.outcome(counts, pymc_dp.Integers(0, M))
+            eta = _paths_predictor(comp, columns, shape)
+            comp.note(f"{LIKELIHOOD} ~ Poisson(mu=exp(eta))")
+            pm.Poisson(LIKELIHOOD, mu=pm.math.exp(eta), observed=y)
+    kind = comp.pick(("record", "record", "record", "record", "attribute", "users"))
+    unit = pymc_dp.Users(max_rows=2) if kind == "users" else kind
+    comp.note(f"unit={'Users(max_rows=2)' if kind == 'users' else repr(kind)}")
+    epsilon = float(comp.pick(PATHS_EPSILONS))
+    draws = 1 if path == "noisy_statistics" else int(comp.pick((1, 2, 5)))
+    comp.note(f"epsilon={epsilon:g}, draws={draws}, make_private(..., path={path!r})")
+    return GeneratedModel(seed=int(seed), recipe=tuple(comp.recipe), model=model, data=dict(comp.data),
+                          public=tuple(comp.public), unit=unit, epsilon=epsilon, draws=draws, family=family,
+                          path=path, must_refuse=shape)

@@ -33,6 +33,9 @@ counts it.
 from __future__ import annotations
 
 import contextlib
+import itertools
+import json
+import math
 import re
 import signal
 import threading
@@ -42,14 +45,19 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 import pymc_dp
+import pymc_dp.refutation
 from pymc_dp.exceptions import PrivacyError
 from tests.fuzz.grammar import GeneratedModel, generate, region_bounds
 
 #: statuses, in the order the reports list them
 STATUSES = ("certified", "refused", "refuted", "crashed", "timeout")
-#: how a model is certified: at its drawn budget, or with ``epsilon=None`` and ``bounds=region_bounds(...)``
-MODES = ("budget", "bounds")
+#: how a model is certified: at its drawn budget, with ``epsilon=None`` and ``bounds=region_bounds(...)``,
+#: or (profile "paths" only) built on its drawn release path with that path's proof obligations
+#: checked (:func:`check_paths_model`)
+MODES = ("budget", "bounds", "paths")
 #: CPU seconds one model may take (certify and the thorough check together) before it is a timeout
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -310,6 +318,11 @@ def run_one(seed: int, *, profile: str = "campaign", timeout_s: float = DEFAULT_
     crash at stage ``"generate"``."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: one of {MODES}")
+    if (profile == "paths") != (mode == "paths") and not (profile == "paths" and mode == "budget"):
+        raise ValueError(f"mode={mode!r} with profile={profile!r}: profile 'paths' is checked in mode 'paths' only "
+                         "(its default 'budget' is read as 'paths'), and mode 'paths' needs profile 'paths'")
+    if profile == "paths":
+        mode = "paths"
     try:
         generated = generate(seed, profile)
     except Exception as exc:  # noqa: BLE001
@@ -317,6 +330,8 @@ def run_one(seed: int, *, profile: str = "campaign", timeout_s: float = DEFAULT_
                             reason=f"grammar: {type(exc).__name__}", mode=mode)
         result.problems.append(f"the grammar could not build seed {seed}: {exc!r}"[:300])
         return result
+    if mode == "paths":
+        return check_paths_model(generated, timeout_s=timeout_s, effort=effort, fp_errors=fp_errors)
     return check_model(generated, timeout_s=timeout_s, effort=effort, fp_errors=fp_errors, mode=mode)
 
 
@@ -334,3 +349,342 @@ def tally(results) -> dict[str, Any]:
         "refused_by_reason": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
         "problems": [r.to_dict() for r in results if r.problems],
     }
+
+
+# ---------------------------------------------------------------------------- mode "paths"
+#: relative slack of a measured change over its claim (float rounding of the sums), as the brief's
+#: ``observed > claimed * (1 + 1e-9)``
+PATHS_RTOL = 1e-9
+#: candidate records per neighbour search (domain corners first, then random points)
+CANDIDATES = 40
+#: rows replaced in turn (each a separate search)
+ROWS_TRIED = 2
+#: public iterates / fits at which a multi-stage release's later statistics are checked
+STAGE_RUNS = 3
+#: the draws of a release that samples (localized): tune steps and chains
+RELEASE_TUNE, RELEASE_CHAINS = 50, 1
+
+
+def _domain_rows(domain, row_shape: tuple, rng: np.random.Generator, count: int) -> list[np.ndarray]:
+    """Candidate rows of ``domain`` (a record's value of one container, shape ``row_shape``):
+    corners first (every corner up to 4 elements, each end of each element beyond), then
+    random points. Independent of :mod:`pymc_dp.refutation`'s own candidates."""
+    d = int(np.prod(row_shape)) if row_shape else 1
+    rows: list[np.ndarray] = []
+    if isinstance(domain, pymc_dp.Ball):
+        r = float(domain.radius)
+        for j in range(d):
+            for sign in (1.0, -1.0):
+                e = np.zeros(d)
+                e[j] = sign * r
+                rows.append(e)
+        for signs in itertools.islice(itertools.product((1.0, -1.0), repeat=d), 16):
+            rows.append(r * np.array(signs) / math.sqrt(d))
+        rows.append(np.zeros(d))
+        while len(rows) < count:
+            v = rng.normal(size=d)
+            v = r * v / np.linalg.norm(v) * (1.0 if rng.random() < 0.5 else rng.random() ** (1.0 / d))
+            rows.append(v)
+    else:
+        if isinstance(domain, pymc_dp.Box):
+            lo = np.broadcast_to(np.asarray(domain.lo, float), (d,))
+            hi = np.broadcast_to(np.asarray(domain.hi, float), (d,))
+        else:  # Interval, Integers, Binary: every element in [lo, hi]
+            lo, hi = np.full(d, float(domain.lo)), np.full(d, float(domain.hi))
+        integer = isinstance(domain, pymc_dp.Integers)
+        if d <= 4:
+            rows += [np.where(np.array(c), hi, lo) for c in itertools.product((False, True), repeat=d)]
+        else:
+            rows += [lo.copy(), hi.copy()]
+        rows.append(np.round((lo + hi) / 2.0) if integer else (lo + hi) / 2.0)
+        while len(rows) < count:
+            rows.append(rng.integers(lo.astype(int), hi.astype(int) + 1) if integer else rng.uniform(lo, hi))
+    return [np.asarray(v, float).reshape(row_shape) for v in rows[:max(count, 1)]]
+
+
+def _neighbour_sets(values: dict, domains: dict, unit, rng: np.random.Generator):
+    """Groups of datasets any two of which are neighbours under ``unit``: per row tried (per
+    container for ``"attribute"``, per pair of rows for a ``Users`` unit of 2 rows), the data with
+    that row replaced by each candidate record (the original data among them). Yields lists of
+    dicts ``container -> array``."""
+    names = sorted(domains)
+    n = len(next(iter(values.values())))
+    kind = unit if isinstance(unit, str) else "users"
+    m = 1 if isinstance(unit, str) else int(unit.max_rows)
+    for _ in range(ROWS_TRIED):
+        rows = rng.choice(n, size=min(m, n), replace=False)
+        changed = [[c] for c in names] if kind == "attribute" else [names]
+        for group in changed:
+            cands = {c: _domain_rows(domains[c], np.shape(values[c])[1:], rng, CANDIDATES) for c in group}
+            datasets = [values]
+            for k in range(CANDIDATES):
+                data = {c: np.array(v, dtype=float, copy=True) for c, v in values.items()}
+                for c in group:
+                    for r in rows:
+                        # corners line up (k-th corner of each container) for the first few, then mix
+                        pick = k if k < 8 else int(rng.integers(len(cands[c])))
+                        data[c][r] = cands[c][pick % len(cands[c])]
+                datasets.append(data)
+            yield datasets
+
+
+def _stages_of(mech, rng: np.random.Generator) -> list[dict]:
+    """The released statistics of a noise-based mechanism as stages, each a dict: ``label``;
+    ``values(data) -> (R, d)``, the mechanism's own statistics function at public choices fixed
+    here (R of them); ``scales`` ``(R, d)``, its noise scales there; ``segments``, a list of
+    ``(label, column slice, claimed epsilon share)``; and, for a one-vector Laplace release, the
+    declared sensitivity (``sensitivity`` per statistic, ``weights``, ``K``) whose weighted L1
+    bound is checked too."""
+    from pymc_dp.mechanisms.logistic import NoisyLogistic, score_information
+    from pymc_dp.mechanisms.noise import continuous_laplace
+    from pymc_dp.mechanisms.refined import RefinedRegression, stage_two_values
+
+    names = [s.name for _, s in getattr(mech, "statistics", ())]
+    if isinstance(mech, NoisyLogistic):
+        Z, y = mech._data(mech._values)
+        # public iterates as a release meets them: the stages walked on the data with OpenDP's noise
+        _, states = mech._walk(STAGE_RUNS, lambda c, V, info: score_information(Z, y, c, V, info),
+                               lambda s: continuous_laplace(np.zeros(s.shape), 1.0) * s)
+        labels = mech.output_names()
+        segments = []
+        for t, (a, b) in enumerate(mech.stages):
+            for what, share in (("information", b), ("score", a)):
+                cols = [i for i, name in enumerate(labels) if name.startswith(f"stage {t}: {what}[")]
+                if cols:
+                    segments.append((f"stage {t} {what}", slice(cols[0], cols[-1] + 1), share * mech.epsilon))
+        return [{"label": "private Newton steps", "values": lambda data: mech._values_at(data, states),
+                 "scales": mech._scales_of(states), "segments": segments}]
+    one = np.array([mech.noise_scales[k] for k in names], float)[None, :]
+    declared = {"sensitivity": np.array([mech.sensitivity[k] for k in names], float),
+                "weights": np.array([mech.weights[k] for k in names], float), "K": float(mech.joint["K"]),
+                "K2": mech.joint.get("l2"), "noise": mech.noise}
+    if not isinstance(mech, RefinedRegression):
+        return [{"label": type(mech).__name__, "values": lambda data: mech._stat_vector(data)[None, :], "scales": one,
+                 "segments": [("statistics", slice(0, len(names)), mech.epsilon)], **declared}]
+    eps1, eps2 = (1.0 - mech.refine) * mech.epsilon, mech.refine * mech.epsilon
+    d1 = len(names)
+    b, band = mech.fit(mech.audit_runs(mech._values, STAGE_RUNS, rng)[:, :d1])
+    two = stage_two_values(mech.regression, mech._arrays(mech._values), b, band)
+    return [
+        {"label": "refined stage one", "values": lambda data: mech._stat_vector(data)[None, :], "scales": one,
+         "segments": [("stage one", slice(0, d1), eps1)], **declared},
+        {"label": "refined stage two", "values": lambda data: stage_two_values(mech.regression, mech._arrays(data), b, band),
+         "scales": mech._scales_of(band), "segments": [("stage two", slice(0, two.shape[1]), eps2)]},
+    ]
+
+
+def sensitivity_check(mech, unit, rng: np.random.Generator) -> tuple[float, list[str]]:
+    """Brute force over neighbouring datasets inside the declared domains: the largest observed
+    privacy loss of each stage segment (``sum |change_j| / b_j``, Laplace) over its claimed
+    epsilon share and, where a vector's sensitivity is declared, the largest weighted L1 change
+    ``sum_j w_j |change_j| / Delta_j`` over the claimed ``K`` (L2 over ``K2`` for Gaussian noise).
+    Returns ``(worst ratio, problems)``: a ratio above ``1 + PATHS_RTOL`` is a refutation."""
+    stages = _stages_of(mech, rng)
+    worst, problems = 0.0, []
+    for datasets in _neighbour_sets(mech._values, mech.domains, unit, rng):
+        for stage in stages:
+            vals = np.stack([np.atleast_2d(stage["values"](d)) for d in datasets])  # (k, R, d)
+            diff = np.abs(vals[:, None] - vals[None, :])  # (k, k, R, d)
+            for label, cols, share in stage["segments"]:
+                if stage.get("noise", "laplace") == "gaussian":
+                    continue  # the Gaussian claim is the L2 one below
+                loss = float(np.max(np.sum(diff[..., cols] / stage["scales"][None, None, :, cols], axis=-1)))
+                ratio = loss / share if share > 0 else (0.0 if loss == 0 else math.inf)
+                worst = max(worst, ratio)
+                if ratio > 1 + PATHS_RTOL:
+                    problems.append(f"refuted: {stage['label']} {label}: a neighbour's privacy loss {loss:.6g} > its claimed "
+                                    f"epsilon {share:.6g} (ratio {ratio:.6g})")
+            if "K" in stage:
+                norm = diff[..., 0, :] * stage["weights"] / stage["sensitivity"]
+                l1 = float(np.max(np.sum(norm, axis=-1)))
+                claim, what = stage["K"], "weighted L1"
+                if stage["noise"] == "gaussian":
+                    l1, claim, what = float(np.max(np.sqrt(np.sum(norm**2, axis=-1)))), float(stage["K2"]), "L2"
+                ratio = l1 / claim if claim > 0 else (0.0 if l1 == 0 else math.inf)
+                worst = max(worst, ratio)
+                if ratio > 1 + PATHS_RTOL:
+                    problems.append(f"refuted: {stage['label']}: a neighbour's {what} change of the statistics over their "
+                                    f"declared sensitivities {l1:.6g} > the claimed bound {claim:.6g}")
+    return worst, sorted(set(problems))
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300)
+
+
+def composition_problems(mech, generated: GeneratedModel, record: dict) -> list[str]:
+    """The total epsilon a noise-based release's record states must be the composition of its
+    stages (one stage: itself) and at most the budget asked for."""
+    out = []
+    total = float(record["epsilon"])
+    if not total <= generated.epsilon * (1 + 1e-9):
+        out.append(f"the release states epsilon {total} above the budget {generated.epsilon}")
+    if "refine" in record:
+        parts = [record["refine"]["epsilon_stage_one"], record["refine"]["epsilon_stage_two"]]
+    elif "newton" in record:
+        parts = [st["epsilon_score"] + st["epsilon_information"] for st in record["newton"]["stages"]]
+    else:
+        parts = [mech.epsilon]
+    if not _close(sum(parts), total):
+        out.append(f"the stages' epsilons {parts} compose to {sum(parts)}, not the stated {total}")
+    return out
+
+
+@contextlib.contextmanager
+def _spy_samples(found: list):
+    """Record every ``PrivateModel`` / ``PrivateMAP`` whose ``sample`` is called (outermost calls
+    only), so that the object a two-stage release sampled its second stage from is checked itself."""
+    from pymc_dp.core import PrivateModel
+    from pymc_dp.mechanisms.map import PrivateMAP
+
+    depth = [0]
+    originals = {cls: cls.sample for cls in (PrivateModel, PrivateMAP)}
+
+    def wrap(original):
+        def sample(self, *args, **kwargs):
+            if depth[0] == 0:
+                found.append(self)
+            depth[0] += 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+        return sample
+
+    for cls, original in originals.items():
+        cls.sample = wrap(original)
+    try:
+        yield
+    finally:
+        for cls, original in originals.items():
+            cls.sample = original
+
+
+def _certification_of(stage):
+    """The :class:`~pymc_dp.certification.Certification` behind a sampled stage."""
+    return stage.certification if hasattr(stage, "certification") else stage.private_model.certification
+
+
+def _refute_into(result: FuzzResult, certification, label: str, effort: str) -> None:
+    report = pymc_dp.refutation.refute(certification, effort=effort)
+    ratio = round(float(report.worst_ratio), 4)
+    result.worst_ratio = ratio if result.worst_ratio is None else max(result.worst_ratio, ratio)
+    skipped = "".join(f"; {name} not checked ({why})" for name, why in report.skipped)
+    result.refutation += f"{label}: none found{skipped}. "
+
+
+def _check_localized(result: FuzzResult, mech, generated: GeneratedModel, effort: str) -> None:
+    from pymc_dp import accounting
+
+    cert = mech.certificate
+    composed = mech.epsilon_locate + accounting.compose(mech.epsilon_per_draw, mech.draws, mech.delta).epsilon
+    if not _close(cert.epsilon, composed):
+        result.problems.append(f"localized: certificate epsilon {cert.epsilon} is not epsilon_1 {mech.epsilon_locate} + the "
+                               f"draws' composition = {composed}")
+    if not cert.epsilon <= generated.epsilon * (1 + 1e-9):
+        result.problems.append(f"localized: certificate epsilon {cert.epsilon} above the budget {generated.epsilon}")
+    if not mech.locate.certificate.epsilon <= mech.epsilon_locate * (1 + 1e-9):
+        result.problems.append(f"localized: stage 1 certified {mech.locate.certificate.epsilon} > its share {mech.epsilon_locate}")
+    result.stage = "refute"
+    _refute_into(result, _certification_of(mech.locate), "stage 1", effort)
+    result.stage = "release"
+    found: list = []
+    with _spy_samples(found):
+        idata = mech.sample(random_seed=generated.seed, chains=RELEASE_CHAINS, tune=RELEASE_TUNE)
+    if len(found) < 2:
+        result.problems.append(f"localized: {len(found)} stage(s) sampled, two expected")
+        return
+    stage2 = found[-1]
+    record = json.loads(idata.attrs["pymc_dp"])
+    facts = record["release"]
+    if not stage2.certificate.epsilon <= facts["epsilon_sample"] * (1 + 1e-9):
+        result.problems.append(f"localized: stage 2 certified {stage2.certificate.epsilon} > its share {facts['epsilon_sample']}")
+    if not _close(facts["epsilon_locate"] + facts["epsilon_sample"], float(record["epsilon"])):
+        result.problems.append(f"localized: the record's stages {facts['epsilon_locate']} + {facts['epsilon_sample']} do not "
+                               f"compose to its epsilon {record['epsilon']}")
+    if not float(record["epsilon"]) <= generated.epsilon * (1 + 1e-9):
+        result.problems.append(f"localized: the release states epsilon {record['epsilon']} above the budget {generated.epsilon}")
+    result.stage = "refute"
+    _refute_into(result, _certification_of(stage2), f"stage 2 ({type(stage2).__name__}, beta_2 {facts['beta_sample']:.3g})", effort)
+
+
+def _check_noise(result: FuzzResult, mech, generated: GeneratedModel) -> None:
+    from pymc_dp.mechanisms.counts import NoisyCounts
+
+    if isinstance(mech, NoisyCounts):
+        result.refutation += "sensitivity not checked (noisy counts: not a GLM shape this profile draws). "
+        return
+    result.stage = "sensitivity"
+    ratio, problems = sensitivity_check(mech, generated.unit, np.random.default_rng([abs(generated.seed), 7]))
+    result.worst_ratio = round(ratio, 6) if result.worst_ratio is None else max(result.worst_ratio, round(ratio, 6))
+    result.refutation += f"sensitivity: worst observed / claimed {ratio:.4g}. "
+    result.problems += problems
+    if problems:
+        result.status = "refuted"
+    result.stage = "release"
+    mech.release_statistics()
+    mech.noise_aware_model()  # the posterior's model is built (its sampling is post-processing, not run here)
+    result.problems += composition_problems(mech, generated, mech._public())
+
+
+def check_paths_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_TIMEOUT_S, effort: str = "thorough",
+                      fp_errors: bool = True) -> FuzzResult:
+    """Build ``generated`` on its drawn path (``pymc_dp.make_private(..., path=generated.path,
+    ledger=None)``) and check the chosen mechanism's proof obligations, each an independent
+    attempt to refute it:
+
+    * posterior sampling (``auto``'s fallback): :func:`certificate_problems` and the thorough
+      :func:`pymc_dp.refutation.refute` of its certification;
+    * localized: its certificate is ``epsilon_1`` + the draws' composition and within the budget;
+      the first stage's certification is refuted as above; one release (``tune`` 50, one chain)
+      is made, the object its second stage sampled is captured and its certification refuted,
+      its epsilon within ``epsilon_2``, and the record's two stages compose to its epsilon;
+    * noise-based (noisy statistics, NoisyRegression, PASS-GLM, refined regression, private
+      Newton steps): :func:`sensitivity_check` (the mechanism's own statistics function on
+      neighbouring datasets inside the declared domains, corners included) and
+      :func:`composition_problems` on the release record after the statistics are released;
+    * a refusal must be a typed :class:`pymc_dp.PrivacyError` naming a variable (else crashed /
+      a problem), and a shape in ``generated.must_refuse`` must be refused.
+
+    Returns a :class:`FuzzResult` in mode ``"paths"`` (``refutation`` says what was checked).
+    """
+    from pymc_dp.core import PrivateModel
+    from pymc_dp.mechanisms.localized import LocalizedPosterior
+
+    names = generated.variable_names
+    result = FuzzResult(seed=generated.seed, family=generated.family, recipe=generated.description, mode="paths")
+    start, cpu_start = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        if fp_errors:
+            warnings.filterwarnings("error", category=RuntimeWarning, module=r"pymc_dp(\.|$)")
+        try:
+            with _alarm(timeout_s):
+                result.stage = "make_private"
+                mech = pymc_dp.make_private(generated.model, epsilon=generated.epsilon, draws=generated.draws,
+                                            data=dict(generated.data), unit=generated.unit, public=list(generated.public),
+                                            ledger=None, path=generated.path)
+                choice = getattr(mech, "path_choice", None)
+                result.refutation = f"path {choice.path if choice else generated.path} ({type(mech).__name__}). "
+                if generated.must_refuse:
+                    result.problems.append(f"path {generated.path!r} accepted a shape it must refuse ({generated.must_refuse})")
+                if isinstance(mech, LocalizedPosterior):
+                    _check_localized(result, mech, generated, effort)
+                elif isinstance(mech, PrivateModel):
+                    result.problems += certificate_problems(mech.certificate, generated, "budget")
+                    result.stage = "refute"
+                    _refute_into(result, mech.certification, "posterior", effort)
+                else:
+                    _check_noise(result, mech, generated)
+                if result.status != "refuted":
+                    result.status = "certified"
+                result.stage = ""
+        except FuzzTimeout as exc:
+            result.status = "timeout"
+            result.reason = f"timeout at {result.stage}"
+            result.message = str(exc)
+            result.problems.append(f"timeout at {result.stage} ({exc})")
+        except Exception as exc:  # noqa: BLE001  (classifying every exception is the point)
+            _refused(result, exc, names, result.stage)
+    result.seconds = round(time.perf_counter() - start, 3)
+    result.cpu_seconds = round(time.process_time() - cpu_start, 3)
+    return result

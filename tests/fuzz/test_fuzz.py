@@ -36,6 +36,7 @@ certified, 5 refused typed, 1 known hole) and 36 s of wall time.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -220,3 +221,98 @@ def test_a_name_counts_only_as_a_whole_word():
     assert not harness.names_a_variable("factor 'y_likelihood' reads", {"y_lik"})
     reason = harness.normalise_reason(pymc_dp.DomainError("the domain Interval(0, inf) of 'y_data' is unbounded; declare"), {"y_data"})
     assert reason == "DomainError: the domain Interval(#, inf) of '<var>' is unbounded;"
+
+
+# ---------------------------------------------------------------------------- profile "paths"
+#: Profile ``"paths"`` (``grammar.generate_paths``) in mode ``"paths"`` (``harness.check_paths_model``):
+#: GLMs built on the release paths other than posterior sampling (localized, auto, noisy_statistics),
+#: each path's proof obligations checked. The fast tier's seeds: a noisy Normal regression checked by
+#: brute force, typed refusals (a shape a path must refuse among them); the slow tier runs the first
+#: :data:`PATHS_COUNT` seeds in chunks (localized releases sample: tens of seconds each).
+PATHS_FAST_SEEDS = (0, 3, 6, 8, 9, 13)
+PATHS_COUNT = 30
+PATHS_SEEDS = tuple(range(PATHS_COUNT))
+#: CPU seconds per model in the paths tiers (PyTensor's C compilation runs in child processes,
+#: outside this count)
+PATHS_TIMEOUT_S = 60.0
+#: as :data:`KNOWN_HOLES`, for profile "paths"
+KNOWN_PATHS_HOLES: dict[int, str] = {}
+
+
+def test_fuzz_paths_fast_tier_has_no_crash_no_refuted_claim_and_only_named_typed_refusals():
+    results = [harness.run_one(seed, profile="paths", timeout_s=PATHS_TIMEOUT_S) for seed in PATHS_FAST_SEEDS]
+    assert all(r.mode == "paths" for r in results)
+    _assert_contract(results, KNOWN_PATHS_HOLES, "KNOWN_PATHS_HOLES")
+    assert any(r.status == "certified" and "sensitivity: worst observed / claimed" in r.refutation for r in results)
+    assert any(r.status == "refused" for r in results)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", range(0, PATHS_COUNT, CHUNK), ids=lambda first: f"seeds{first}-{first + CHUNK - 1}")
+def test_fuzz_paths_chunk_has_no_crash_no_refuted_claim_and_only_named_typed_refusals(first):
+    results = [harness.run_one(seed, profile="paths", timeout_s=PATHS_TIMEOUT_S) for seed in PATHS_SEEDS[first:first + CHUNK]]
+    _assert_contract(results, KNOWN_PATHS_HOLES, "KNOWN_PATHS_HOLES")
+
+
+def test_paths_profile_is_reproducible_and_draws_every_path_family_and_refused_shape():
+    first, again = grammar.generate(5, "paths"), grammar.generate(5, "paths")
+    assert first.description == again.description and (first.path, first.must_refuse) == (again.path, again.must_refuse)
+    assert grammar.generate(5, "ci").path == ""  # the other profiles carry no path
+    paths, families, shapes = set(), set(), set()
+    for seed in range(300):
+        g = grammar.generate(seed, "paths")
+        paths.add(g.path)
+        families.add(g.family)
+        shapes.add(g.must_refuse)
+        assert g.data and 20 <= len(g.model[grammar.OUTCOME].get_value()) <= 300
+        assert g.epsilon in grammar.PATHS_EPSILONS
+        assert not g.must_refuse or g.must_refuse in grammar.REFUSED_SHAPES[g.path]
+    assert paths == set(grammar.PATHS) and families == set(grammar.PATHS_FAMILIES)
+    assert shapes == {""} | {s for v in grammar.REFUSED_SHAPES.values() for s in v}
+
+
+def test_paths_mode_goes_with_profile_paths_only():
+    with pytest.raises(ValueError):
+        harness.run_one(0, profile="ci", mode="paths")
+    with pytest.raises(ValueError):
+        harness.run_one(0, profile="paths", mode="bounds")
+    assert harness.run_one(0, profile="paths").mode == "paths"  # the default mode is read as "paths"
+
+
+@pytest.fixture(scope="module")
+def noisy_regression():
+    g = grammar.generate(8, "paths")  # a Normal regression on private covariates, path noisy_statistics
+    mech = pymc_dp.make_private(g.model, epsilon=g.epsilon, draws=g.draws, data=dict(g.data), unit=g.unit,
+                                public=list(g.public), ledger=None, path=g.path)
+    return g, mech
+
+
+def test_the_sensitivity_check_passes_the_mechanism_and_catches_a_halved_noise_or_an_understated_bound(noisy_regression):
+    g, mech = noisy_regression
+    rng = lambda: np.random.default_rng(0)  # noqa: E731
+    ratio, problems = harness.sensitivity_check(mech, g.unit, rng())
+    assert problems == [] and 0.5 < ratio <= 1 + harness.PATHS_RTOL  # near the claim: the corners are searched
+    noisy = copy.copy(mech)  # the mechanism with one declared fact made wrong
+    noisy.noise_scales = {k: v / 2 for k, v in mech.noise_scales.items()}
+    ratio, problems = harness.sensitivity_check(noisy, g.unit, rng())
+    assert ratio > 1.5 and any("privacy loss" in p for p in problems)
+    understated = copy.copy(mech)
+    understated.joint = {**mech.joint, "K": mech.joint["K"] / 2}
+    ratio, problems = harness.sensitivity_check(understated, g.unit, rng())
+    assert ratio > 1.5 and any("weighted L1" in p for p in problems)
+
+
+def test_the_composition_check_catches_stages_that_do_not_add_up_or_exceed_the_budget(noisy_regression):
+    g, mech = noisy_regression
+    record = mech._public()
+    assert harness.composition_problems(mech, g, record) == []
+    assert any("above the budget" in p for p in harness.composition_problems(mech, g, {**record, "epsilon": 2 * g.epsilon}))
+    refined = {**record, "refine": {"epsilon_stage_one": 0.4 * g.epsilon, "epsilon_stage_two": 0.7 * g.epsilon}}
+    assert any("compose to" in p for p in harness.composition_problems(mech, g, refined))
+
+
+def test_a_path_that_accepts_a_shape_it_must_refuse_is_a_problem():
+    g = grammar.generate(8, "paths")
+    marked = dataclasses.replace(g, must_refuse="studentt_likelihood")
+    result = harness.check_paths_model(marked)
+    assert result.status == "certified" and any("must refuse" in p for p in result.problems)
