@@ -6,11 +6,17 @@ reads public facts only -- the model (its priors and structure), the declared do
 containers' shapes (``n`` is public under replacement) and the public containers' values -- and
 never a private value:
 
-1. **Simulated datasets.** Each private container that no factor observes (a covariate) is drawn
-   from its declared domain; then ``candidates`` draws of the prior predictive give parameters
-   ``theta`` and observed data. A draw whose records leave the declared domains is not data the
-   release could receive, so the ``datasets`` draws with the fewest records outside their domains
-   are kept (ties in the draw's order), and their records are clipped into the domains.
+1. **Simulated datasets: the prior predictive given the declared domains.** Each private
+   container that no factor observes (a covariate) is drawn from its declared domain; then
+   prior-predictive draws give parameters ``theta`` and observed data, in batches, until
+   ``datasets`` of them are *accepted*: at most ``tolerance`` (1%) of their records leave the
+   declared domains. Real data always lie in their declared domains (the release clips them there),
+   so this keeps the draws the public facts allow -- a draw from the prior predictive conditioned
+   on them -- and drops the rest. The accepted draws are kept in the order drawn (no preference
+   among them). At most ``candidates`` draws are tried (default: as many as fit 2**24 simulated
+   records); if fewer than ``datasets`` are accepted by then, the rest are the draws with the
+   fewest records outside (the rule before), and every kept dataset's records are clipped into
+   the domains (``releases[k]["outside"]`` says how many were).
 2. **Per dataset**: the non-private posterior by ``pm.sample`` (the reference), and one release of
    the chosen path (``make_private(..., path=path, ledger=None)``; nothing is charged, since no
    private data are read) on the same simulated data.
@@ -22,12 +28,14 @@ never a private value:
 It spends no budget and leaks nothing (no private value is read), so it can be run and shown
 freely; its cost is ``datasets`` non-private fits and releases (minutes for a small model). It is
 an estimate on the prior predictive: data unlike the prior's (a prior that misplaces the data)
-land elsewhere. ``benchmarks/preview.py`` checks it against releases on real data.
+land elsewhere. ``benchmarks/preview_check.py`` checks it against releases on the gallery's data
+(``benchmarks/results/preview_check.md``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 import warnings
 from typing import Any, Mapping, Sequence
@@ -50,6 +58,12 @@ __all__ = ["UtilityPreview", "preview", "simulated_datasets"]
 
 #: ``pm.sample`` settings of the non-private reference fit on each simulated dataset
 REFERENCE = {"draws": 500, "tune": 500, "chains": 2}
+#: a simulated draw is kept when at most this share of its records leave their declared domains
+TOLERANCE = 0.01
+#: the prior-predictive draws tried per preview: as many as fit this many simulated records
+CANDIDATE_VALUES = 2**24
+#: simulated records per batch of prior-predictive draws (memory)
+BATCH_VALUES = 2**22
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,16 +126,45 @@ def _hull(domain: Domain) -> tuple[Any, Any]:
     return getattr(domain, "lo", -np.inf), getattr(domain, "hi", np.inf)
 
 
-def simulated_datasets(model: pm.Model, data: Mapping[str, Domain], *, datasets: int, candidates: int = 64,
-                       random_seed: int = 0) -> tuple[pm.Model, list[dict[str, np.ndarray]], list[int]]:
-    """Public datasets of ``model``'s shapes (module docstring, step 1).
+def _outside(drawn: Mapping[str, np.ndarray], data: Mapping[str, Domain], draws: int) -> np.ndarray:
+    """Per candidate draw: how many of its records leave their declared domains (or are not finite)."""
+    outside = np.zeros(draws, dtype=int)
+    for name, values in drawn.items():
+        lo, hi = _hull(data[name])
+        bad = (values < lo) | (values > hi) | ~np.isfinite(values)
+        outside += bad.reshape(draws, -1).sum(axis=1)
+    return outside
+
+
+def simulated_datasets(model: pm.Model, data: Mapping[str, Domain], *, datasets: int, candidates: int | None = None,
+                       tolerance: float = TOLERANCE, random_seed: int = 0,
+                       ) -> tuple[pm.Model, list[dict[str, np.ndarray]], list[int]]:
+    """Public datasets of ``model``'s shapes: the prior predictive given the declared domains (module docstring, step 1).
+
+    Parameters
+    ----------
+    model : pm.Model
+        The user's model (not mutated; its private values are not read, only its shapes).
+    data : dict
+        The declared domains of the private containers.
+    datasets : int
+        How many datasets to return.
+    candidates : int, optional
+        The most prior-predictive draws to try (default: as many as fit :data:`CANDIDATE_VALUES`
+        simulated records, at least 64).
+    tolerance : float
+        A draw is accepted when at most this share of its records leave their domains.
+    random_seed : int
+        Seeds the simulation (public).
 
     Returns
     -------
     (pm.Model, list of dict, list of int)
         A copy of the model holding the simulated covariates (the user's model is not touched),
-        the kept datasets (private container -> values, covariates included), and per dataset the
-        number of records that left their domains and were clipped.
+        the kept datasets (private container -> values, covariates included; clipped into the
+        domains), and per dataset the number of records that left their domains and were clipped.
+        Accepted draws come first, in the order drawn; if fewer than ``datasets`` were accepted,
+        the rest are the draws with the fewest records outside (ties in the order drawn).
     """
     rng = np.random.default_rng(random_seed)
     sim = rebuild_model(fgraph_from_model(model)[0])
@@ -134,26 +177,39 @@ def simulated_datasets(model: pm.Model, data: Mapping[str, Domain], *, datasets:
             sim.set_data(name, covariates[name])
     if not observed:
         return sim, [dict(covariates)] * datasets, [0] * datasets
-    with warnings.catch_warnings(), quiet_sampler():
-        warnings.simplefilter("ignore")
-        prior = pm.sample_prior_predictive(draws=candidates, model=sim, var_names=sorted(observed.values()),
-                                           random_seed=rng)
-    drawn = {name: np.asarray(prior.prior_predictive[rv].values)[0] for name, rv in observed.items()}
-    outside = np.zeros(candidates, dtype=int)
-    for name, values in drawn.items():
-        lo, hi = _hull(data[name])
-        bad = (values < lo) | (values > hi) | ~np.isfinite(values)
-        outside += bad.reshape(candidates, -1).sum(axis=1)
-    keep = np.argsort(outside, kind="stable")[:datasets]
+    records = sum(int(np.prod(np.shape(sim[name].get_value()))) for name in observed)
+    most = max(64, CANDIDATE_VALUES // max(records, 1)) if candidates is None else int(candidates)
+    batch = max(1, min(most, 4096, max(64, BATCH_VALUES // max(records, 1))))
+    allowed = int(np.floor(tolerance * records))
+    accepted: list[tuple[int, dict[str, np.ndarray]]] = []
+    best: list[tuple[int, int, dict[str, np.ndarray]]] = []  # (outside, order, values): the fallback
+    tried = 0
+    while tried < most and len(accepted) < datasets:
+        size = min(batch, most - tried)
+        with warnings.catch_warnings(), quiet_sampler():
+            warnings.simplefilter("ignore")
+            prior = pm.sample_prior_predictive(draws=size, model=sim, var_names=sorted(observed.values()),
+                                               random_seed=rng)
+        drawn = {name: np.asarray(prior.prior_predictive[rv].values)[0] for name, rv in observed.items()}
+        outside = _outside(drawn, data, size)
+        ok = outside <= allowed
+        for k in np.flatnonzero(ok)[: datasets - len(accepted)]:  # in the order drawn: the conditional draws
+            accepted.append((int(outside[k]), {name: drawn[name][k] for name in observed}))
+        for k in np.argsort(outside, kind="stable")[: datasets]:  # the fallback: the fewest records outside
+            if not ok[k]:
+                best.append((int(outside[k]), tried + int(k), {name: drawn[name][k] for name in observed}))
+        best = sorted(best, key=lambda b: b[:2])[:datasets]
+        tried += size
+    kept = accepted + [(o, v) for o, _, v in best][: datasets - len(accepted)]
     out = []
-    for k in keep:
+    for _, drawn_values in kept:
         values = dict(covariates)
         for name in observed:
             lo, hi = _hull(data[name])
-            values[name] = np.clip(np.nan_to_num(drawn[name][k], nan=lo if np.isfinite(lo) else 0.0), lo, hi).astype(
-                sim[name].dtype)
+            v = np.nan_to_num(drawn_values[name], nan=lo if np.isfinite(lo) else 0.0)
+            values[name] = np.clip(v, lo, hi).astype(sim[name].dtype)
         out.append(values)
-    return sim, out, [int(outside[k]) for k in keep]
+    return sim, out, [o for o, _ in kept]
 
 
 def _reference(model: pm.Model, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -166,6 +222,14 @@ def _reference(model: pm.Model, seed: int) -> dict[str, tuple[np.ndarray, np.nda
         x = x.reshape(x.shape[0] * x.shape[1], -1)
         out[rv.name] = (x.mean(0), x.std(0))
     return out
+
+
+def _digest(values: Mapping[str, np.ndarray]) -> str:
+    h = hashlib.sha1()
+    for name in sorted(values):
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(values[name]).tobytes())
+    return h.hexdigest()
 
 
 def _distances(posterior, reference) -> np.ndarray:
@@ -192,6 +256,9 @@ def preview(
     datasets: int = 4,
     random_seed: int = 0,
     sample_kwargs: Mapping[str, Any] | None = None,
+    candidates: int | None = None,
+    tolerance: float = TOLERANCE,
+    cache: dict | None = None,
 ) -> UtilityPreview:
     """Preview the utility of a release before anything is spent (module docstring).
 
@@ -209,6 +276,14 @@ def preview(
         Seeds the simulation, the reference fits and the releases (public).
     sample_kwargs : dict, optional
         Passed to each release's ``sample()`` (e.g. ``tune``).
+    candidates, tolerance
+        The selection of the simulated datasets (:func:`simulated_datasets`): the most
+        prior-predictive draws tried, and the largest share of a draw's records outside the
+        declared domains for it to be kept.
+    cache : dict, optional
+        A dict to keep the simulated datasets and their non-private fits in, so that previews of
+        the *same model* at other budgets or paths reuse them (they depend on neither). Pass the
+        same dict only with the same model.
 
     Returns
     -------
@@ -217,7 +292,13 @@ def preview(
     if isinstance(datasets, bool) or not isinstance(datasets, int) or datasets < 1:
         raise ValueError(f"datasets={datasets!r} must be an integer >= 1")
     t0 = time.perf_counter()
-    sim, simulated, outside = simulated_datasets(model, data, datasets=datasets, random_seed=random_seed)
+    cache = {} if cache is None else cache
+    key = ("datasets", tuple(rv.name for rv in model.free_RVs), tuple(sorted(data)), datasets, random_seed,
+           candidates, tolerance)
+    if key not in cache:
+        cache[key] = simulated_datasets(model, data, datasets=datasets, candidates=candidates, tolerance=tolerance,
+                                        random_seed=random_seed)
+    sim, simulated, outside = cache[key]
     kwargs = {"chains": 1, **dict(sample_kwargs or {})}
     rows, chosen, built = [], path, None
     for k, values in enumerate(simulated):
@@ -242,7 +323,10 @@ def preview(
             continue
         for name, v in values.items():
             sim.set_data(name, v)
-        d = _distances(idata.posterior, _reference(sim, random_seed + 101 + k))
+        ref_key = ("reference", key, k, _digest(values))
+        if ref_key not in cache:
+            cache[ref_key] = _reference(sim, random_seed + 101 + k)
+        d = _distances(idata.posterior, cache[ref_key])
         row.update(median=float(np.median(d)), largest=float(np.max(d)))
         rows.append(row)
     done = [r for r in rows if "median" in r]

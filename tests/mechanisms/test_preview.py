@@ -45,13 +45,40 @@ def test_the_simulated_datasets_read_no_private_value_and_leave_the_model_alone(
         np.testing.assert_array_equal(a[name].get_value(), value)
 
 
-def test_the_datasets_with_fewest_records_outside_the_domains_are_kept():
+def test_the_kept_datasets_are_prior_draws_inside_the_domains_and_the_fewest_outside_only_as_a_fallback():
     with pm.Model() as wide:
         yd = pm.Data("y", np.zeros(20))
-        pm.Normal("obs", pm.Normal("mu", 0, 10), 1.0, observed=yd)
-    _, sims, outside = simulated_datasets(wide, {"y": pymc_dp.Interval(-1, 1)}, datasets=4, candidates=64, random_seed=0)
-    assert outside == sorted(outside) and outside[0] <= 20
+        pm.Normal("obs", pm.Normal("mu", 0, 10), 0.1, observed=yd)
+    domains = {"y": pymc_dp.Interval(-1, 1)}
+    # the rule: draws with (at most 1% of) their records outside are dropped; about 1 in 18 is kept here
+    _, sims, outside = simulated_datasets(wide, domains, datasets=4, random_seed=0)
+    assert outside == [0, 0, 0, 0]
+    assert all(np.all(np.abs(s["y"]) < 1) for s in sims)  # nothing clipped: the draws as simulated
+    # too few candidates to accept 4: the rest are the draws with the fewest records outside, clipped
+    _, sims, outside = simulated_datasets(wide, domains, datasets=4, candidates=3, random_seed=0)
+    assert len(sims) == 3 and outside == sorted(outside) and outside[-1] > 0
     assert all(np.all(np.abs(s["y"]) <= 1) for s in sims)
+
+
+def test_a_wide_noise_prior_yields_datasets_with_the_noise_the_domain_allows():
+    # the gallery's linear model: sigma ~ HalfCauchy(10) against an outcome range of width 8. The
+    # rule before (64 draws, the fewest records outside) kept draws with most records clipped and a
+    # residual sd near 2 (a wide reference posterior: distances in its sds came out small)
+    rng = np.random.default_rng(0)
+    with pm.Model() as model:
+        x, y = pm.Data("x", rng.uniform(0, 1, 200)), pm.Data("y", rng.uniform(-2, 6, 200))
+        mu = pm.Normal("a", 0, 20) + pm.Normal("b", 0, 20) * x
+        pm.Normal("obs", mu, pm.HalfCauchy("sigma", 10), observed=y)
+    domains = {"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Interval(-2, 6)}
+    _, before, out_before = simulated_datasets(model, domains, datasets=3, candidates=64, tolerance=0.0)
+    _, after, out_after = simulated_datasets(model, domains, datasets=3)
+    assert min(out_before) > 50 and max(out_after) <= 2
+
+    def residual_sd(d):
+        design = np.c_[np.ones(200), d["x"]]
+        return np.std(d["y"] - design @ np.linalg.lstsq(design, d["y"], rcond=None)[0])
+
+    assert max(map(residual_sd, after)) < 1.5 < min(map(residual_sd, before))
 
 
 def test_a_tighter_budget_previews_a_farther_release_and_nothing_is_spent(tmp_path):
