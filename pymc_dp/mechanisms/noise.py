@@ -24,10 +24,8 @@ always draws OpenDP's noise.
 
 *Why it is safe.* Only audits enter the context. What an audit computes from these runs is never
 published as a release: the audit reads the data and its result is not differentially private in
-any case (:mod:`pymc_dp.audits`), and it charges no budget. The floating-point weakness that makes
-OpenDP necessary for a release (the low bits of a ``log(uniform)`` Laplace draw) concerns a
-published value; an audit's threshold events on its statistics cannot see it. OpenDP's privacy
-map is checked exactly as in a release (a mis-calibrated scale is refused in an audit too).
+any case (:mod:`pymc_dp.audits`), and it charges no budget. OpenDP's privacy map is checked
+exactly as in a release (a mis-calibrated scale is refused in an audit too).
 
 *Why it is the same distribution, with the same scale.*
 
@@ -43,10 +41,19 @@ map is checked exactly as in a release (a mis-calibrated scale is refused in an 
     (The Bernoulli trials use a float ``uniform < exp(...)``: exact up to double rounding of
     the acceptance probability, a relative 1e-16.)
 ``continuous_laplace``, ``continuous_gaussian``
-    ``rng.laplace(0, b)`` and ``rng.normal(0, sigma)``: the Laplace and Normal laws of OpenDP's
-    samplers, which differ from numpy's only by rounding to the output grid (a relative ``2^-52``)
-    and beyond ``|z| > 36.7 b`` for the Laplace (numpy's 53-bit uniform; probability ``1e-16``).
-
+    OpenDP's own construction on a coarser grid: the value is rounded to the grid ``2^k``, and
+    an integer number of grid steps drawn from the discrete Laplace of scale ``b / 2^k`` (the
+    discrete Gaussian of scale ``sigma / 2^k``) by the samplers above is added, exactly (every
+    grid point used is a double). OpenDP does the same with ``k = -1074`` and rounds the result
+    to a double; here ``2^k`` is about ``2^-30`` of the scale (:data:`GRID_BITS`; coarser only
+    where the values are above ``2^20`` scales), so the law is OpenDP's, a Laplace (Normal) of
+    the same scale, up to a relative ``1e-9`` of the scale. Not ``rng.laplace(loc, b)``: a
+    float centre plus float noise is rounded in a pattern that depends on the centre (the leak
+    of Mironov 2012), and the audits' log-ratio statistic, computed in floats, sees it: the
+    audit of the Fourier mechanism read a lower bound of 1.05 on a claim of 1 (estimate 1.55)
+    with ``rng.laplace``. On a grid, the outputs under two centres are the same law shifted by
+    a whole number of steps, so no event's probability ratio exceeds the noise's
+    (``exp((|x - y| + 2^k) / b)``).
 ``tests/mechanisms/test_noise.py`` tests each against its closed-form pmf or cdf at several
 scales.
 """
@@ -64,7 +71,7 @@ import numpy as np
 from pymc_dp.exceptions import PrivacyError
 
 __all__ = ["continuous_laplace", "discrete_laplace", "continuous_gaussian", "discrete_gaussian", "gaussian_scale",
-           "opendp_version", "audit_noise", "audit_noise_generator"]
+           "opendp_version", "audit_noise", "audit_noise_generator", "GRID_BITS"]
 
 #: the seeded generator of the innermost :func:`audit_noise` block of this context, or None
 _AUDIT_RNG: contextvars.ContextVar[np.random.Generator | None] = contextvars.ContextVar("pymc_dp_audit_rng", default=None)
@@ -109,6 +116,25 @@ def _seeded_discrete_laplace(rng: np.random.Generator, scale: float, size: int) 
     two geometrics with ``p = 1 - exp(-1/scale)`` (numpy's start at 1; the shifts cancel)."""
     p = -math.expm1(-1.0 / scale)
     return rng.geometric(p, size).astype(np.int64) - rng.geometric(p, size).astype(np.int64)
+
+
+#: the seeded continuous samplers' grid is ``2^k`` with ``k = floor(log2(scale)) - GRID_BITS``
+GRID_BITS = 30
+
+
+def _on_grid(rng: np.random.Generator, arr: np.ndarray, scale: float, steps) -> np.ndarray:
+    """``arr`` rounded to the grid ``2^k`` plus ``steps(rng, scale / 2^k, size)`` grid steps, exactly.
+
+    ``k = floor(log2(scale)) - GRID_BITS``, raised where the values are so large that a grid
+    index would pass ``2^50`` (every index, and every index plus noise below ``2^52`` steps, is
+    then a double)."""
+    k = math.floor(math.log2(scale)) - GRID_BITS
+    top = float(np.max(np.abs(arr)))
+    if top > 0.0:
+        k = max(k, math.ceil(math.log2(top)) - 50)
+    index = np.rint(np.ldexp(arr, -k)).astype(np.int64)
+    noise = steps(rng, math.ldexp(scale, -k), arr.size).reshape(arr.shape)
+    return np.ldexp((index + noise).astype(float), k)
 
 
 def _seeded_discrete_gaussian(rng: np.random.Generator, sigma: float, size: int) -> np.ndarray:
@@ -205,7 +231,7 @@ def continuous_laplace(values, scale: float, *, sensitivity: float | None = None
         return arr
     rng = _AUDIT_RNG.get()
     if rng is not None:
-        return arr + rng.laplace(0.0, float(scale), arr.shape)
+        return _on_grid(rng, arr, float(scale), _seeded_discrete_laplace)
     return np.asarray(meas(arr.reshape(-1).tolist()), dtype=float).reshape(arr.shape)
 
 
@@ -280,7 +306,7 @@ def continuous_gaussian(values, scale: float, *, sensitivity: float | None = Non
         return arr
     rng = _AUDIT_RNG.get()
     if rng is not None:
-        return arr + rng.normal(0.0, float(scale), arr.shape)
+        return _on_grid(rng, arr, float(scale), _seeded_discrete_gaussian)
     return np.asarray(_gaussian("float", float(scale))(arr.reshape(-1).tolist()), dtype=float).reshape(arr.shape)
 
 

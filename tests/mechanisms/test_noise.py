@@ -205,3 +205,35 @@ def test_audit_noise_context_is_reset_after_the_block():
         with noise.audit_noise(0):
             pass
     assert noise.audit_noise_generator() is None
+
+
+@pytest.mark.parametrize("fn", [noise.continuous_laplace, noise.continuous_gaussian])
+def test_audit_continuous_noise_leaves_no_trace_of_the_centre(fn):
+    """On the grid, the outputs for two centres are the same draws shifted by a whole number of
+    grid steps: their difference is one number. Float noise added to a float centre
+    (``rng.laplace(loc, b)``) is rounded in a pattern that depends on the centre (Mironov 2012),
+    and the audit's float log-ratio statistic saw it (a lower bound of 1.05 on a claim of 1)."""
+    tx, ty, b = -3 * math.sqrt(2), -2 * math.sqrt(2), math.sqrt(2)  # the Fourier coin's coefficients
+    with noise.audit_noise(np.random.default_rng(0)):
+        zx = fn(np.full(100_000, tx), b)
+    with noise.audit_noise(np.random.default_rng(0)):
+        zy = fn(np.full(100_000, ty), b)
+    assert np.unique(zy - zx).size == 1 and (zy - zx)[0] == pytest.approx(ty - tx, abs=1e-9 * b)
+    rounded = np.random.default_rng(0).laplace(tx, b, 100_000), np.random.default_rng(0).laplace(ty, b, 100_000)
+    assert np.unique(rounded[1] - rounded[0]).size > 1  # what the grid avoids
+    if fn is noise.continuous_laplace:
+        # the event the audit found: {log-ratio <= -1.0000000000000004} (float rounding; exactly
+        # -1 in reals), P_y / P_x = e^1.47 for float noise, within e^1 on the grid
+        g, t = noise.laplace_log_ratio([tx], [ty], b), -1.0000000000000004
+        with noise.audit_noise(np.random.default_rng(1)):
+            zy = fn(np.full(100_000, ty), b)
+        kx, ky = np.sum(g(zx[:, None]) <= t), np.sum(g(zy[:, None]) <= t)
+        fx, fy = np.sum(g(rounded[0][:, None]) <= t), np.sum(g(np.random.default_rng(1).laplace(ty, b, 100_000)[:, None]) <= t)
+        assert ky <= 1.15 * math.e * kx and fy > 1.3 * math.e * fx, (kx, ky, fx, fy)
+
+
+def test_audit_continuous_noise_on_large_values_keeps_its_scale():
+    """Values far above the scale make the grid coarser (every index below 2^50), never the noise wrong."""
+    with noise.audit_noise(np.random.default_rng(4)):
+        z = noise.continuous_laplace(np.full(50_000, 3e9), 1.0)
+    assert stats.kstest(z - 3e9, stats.laplace(scale=1.0).cdf).pvalue > 1e-3
