@@ -11,6 +11,15 @@
   oscillation over a box for one-parameter families on public designs, the coupled oscillation
   for GLMs on private covariates, the box path of the localized mechanism). There is no budget to
   compare with: the certificate must state a finite epsilon >= 0 that is its draws' composition.
+* ``mode="paths"`` (profile ``"paths"`` only, :func:`check_paths_model`): the model is built on the
+  release path its seed drew (``make_private(..., path="localized" | "auto" | "noisy_statistics")``)
+  and that path's proof obligations are checked, each an independent attempt to refute it: every
+  stage certificate through :func:`pymc_dp.refutation.refute` (the localized second stage is the
+  object the release sampled, captured), the declared sensitivity of a noise-based release by brute
+  force over neighbouring datasets inside the declared domains (:func:`sensitivity_check`: the
+  mechanism's own statistics function, domain corners included; ``worst_ratio`` = observed /
+  claimed), and the stages' composition against the record and the budget. A shape the path must
+  refuse (``generated.must_refuse``) that is accepted is a problem.
 
 The statuses:
 
