@@ -475,9 +475,9 @@ def _stages_of(mech, rng: np.random.Generator) -> list[dict]:
     b, band = mech.fit(mech.audit_runs(mech._values, STAGE_RUNS, rng)[:, :d1])
     two = stage_two_values(mech.regression, mech._arrays(mech._values), b, band)
     return [
-        {"label": "refined stage one", "values": lambda data: mech._stat_vector(data)[None, :], "scales": one,
+        {"label": "refined regression", "values": lambda data: mech._stat_vector(data)[None, :], "scales": one,
          "segments": [("stage one", slice(0, d1), eps1)], **declared},
-        {"label": "refined stage two", "values": lambda data: stage_two_values(mech.regression, mech._arrays(data), b, band),
+        {"label": "refined regression", "values": lambda data: stage_two_values(mech.regression, mech._arrays(data), b, band),
          "scales": mech._scales_of(band), "segments": [("stage two", slice(0, two.shape[1]), eps2)]},
     ]
 
@@ -599,7 +599,7 @@ def _check_localized(result: FuzzResult, mech, generated: GeneratedModel, effort
     result.stage = "release"
     found: list = []
     with _spy_samples(found):
-        idata = mech.sample(random_seed=generated.seed, chains=RELEASE_CHAINS, tune=RELEASE_TUNE)
+        idata = mech.sample(random_seed=abs(generated.seed), chains=RELEASE_CHAINS, tune=RELEASE_TUNE)
     if len(found) < 2:
         result.problems.append(f"localized: {len(found)} stage(s) sampled, two expected")
         return

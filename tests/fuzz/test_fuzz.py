@@ -271,6 +271,7 @@ def test_fuzz_paths_chunk_has_no_crash_no_refuted_claim_and_only_named_typed_ref
     _assert_contract(results, KNOWN_PATHS_HOLES, "KNOWN_PATHS_HOLES")
 
 
+@pytest.mark.slow
 def test_paths_profile_is_reproducible_and_draws_every_path_family_and_refused_shape():
     first, again = grammar.generate(5, "paths"), grammar.generate(5, "paths")
     assert first.description == again.description and (first.path, first.must_refuse) == (again.path, again.must_refuse)
@@ -298,7 +299,7 @@ def test_paths_mode_goes_with_profile_paths_only():
 
 @pytest.fixture(scope="module")
 def noisy_regression():
-    g = grammar.generate(8, "paths")  # a Normal regression on private covariates, path noisy_statistics
+    g = grammar.generate(8, "paths")  # a Normal regression on a private covariate: path auto chooses NoisyRegression
     mech = pymc_dp.make_private(g.model, epsilon=g.epsilon, draws=g.draws, data=dict(g.data), unit=g.unit,
                                 public=list(g.public), ledger=None, path=g.path)
     return g, mech
@@ -317,6 +318,62 @@ def test_the_sensitivity_check_passes_the_mechanism_and_catches_a_halved_noise_o
     understated.joint = {**mech.joint, "K": mech.joint["K"] / 2}
     ratio, problems = harness.sensitivity_check(understated, g.unit, rng())
     assert ratio > 1.5 and any("weighted L1" in p for p in problems)
+
+
+@pytest.mark.parametrize("kind", ["refined", "newton"])
+def test_the_sensitivity_check_of_two_stage_releases_passes_them_and_catches_a_halved_later_stage(kind):
+    """The stages whose statistics depend on earlier releases: a refined regression's second stage
+    (its own fit and band) and private Newton steps (their own iterates), each with its noise halved."""
+    if kind == "refined":  # no seed of the first 100 reached it (auto proposes it on narrow bands only)
+        g = grammar.generate(8, "paths")
+        mech = pymc_dp.noisy_statistics(g.model, epsilon=g.epsilon, data=dict(g.data), unit=g.unit,
+                                        public=list(g.public), ledger=None, refine=0.6)
+    else:
+        g = grammar.generate(68, "paths")  # a logistic regression on a private Ball design
+        mech = pymc_dp.make_private(g.model, epsilon=g.epsilon, draws=g.draws, data=dict(g.data), unit=g.unit,
+                                    public=list(g.public), ledger=None, path=g.path)
+    assert type(mech).__name__ == {"refined": "RefinedRegression", "newton": "NoisyLogistic"}[kind]
+    ratio, problems = harness.sensitivity_check(mech, g.unit, np.random.default_rng(0))
+    assert problems == [] and 0.5 < ratio <= 1 + harness.PATHS_RTOL
+    halved = copy.copy(mech)
+    halved._scales_of = lambda public: mech._scales_of(public) / 2  # the later stages' scales, per public choice
+    ratio, problems = harness.sensitivity_check(halved, g.unit, np.random.default_rng(0))
+    later = "stage two" if kind == "refined" else "score"
+    assert ratio > 1.5 and any(later in p and "privacy loss" in p for p in problems)
+
+
+@pytest.mark.slow
+def test_a_localized_release_has_both_stage_certificates_refuted_the_second_the_one_it_sampled(monkeypatch):
+    """The coin (Beta-Bernoulli: exact draws, no compilation) on path "localized": the thorough check
+    runs on the first stage's certification and on the second stage's, whose box B_2 (around the
+    private location) is the one the release sampled from; a refuted second stage is a refutation."""
+    generated = dataclasses.replace(_coin(), path="localized", epsilon=4.0, draws=1)
+    seen = []
+    real = pymc_dp.refutation.refute
+
+    def refute(certification, effort):
+        seen.append(certification)
+        return real(certification, effort=effort)
+
+    monkeypatch.setattr(pymc_dp.refutation, "refute", refute)
+    result = harness.check_paths_model(generated)
+    assert result.status == "certified" and result.problems == [], result
+    assert "stage 1: none found" in result.refutation and "stage 2 (" in result.refutation
+    assert len(seen) == 2 and seen[0] is not seen[1]
+    first, second = (c.constraints for c in seen)
+    assert first != second  # B_1 (wide) and B_2 (around the location)
+
+    calls = []
+
+    def refute_the_second(certification, effort):
+        calls.append(certification)
+        if len(calls) == 2:
+            raise pymc_dp.exceptions.CertificateRefutedError("factor 'y_lik': a counterexample in B_2")
+        return real(certification, effort=effort)
+
+    monkeypatch.setattr(pymc_dp.refutation, "refute", refute_the_second)
+    result = harness.check_paths_model(generated)
+    assert result.status == "refuted" and result.stage == "refute" and "stage 1: none found" in result.refutation
 
 
 def test_the_composition_check_catches_stages_that_do_not_add_up_or_exceed_the_budget(noisy_regression):
