@@ -199,14 +199,15 @@ def read_lines(jsonl: Path) -> list[dict]:
     return [json.loads(line) for line in jsonl.read_text().splitlines() if line.strip()]
 
 
-def preview_row(mod, model, epsilon, draws, path, datasets) -> dict:
-    """``pymc_dp.preview`` of the cell (public: simulated data of the model's shapes), or its refusal."""
+def preview_row(mod, model, epsilon, draws, path, datasets, cache=None) -> dict:
+    """``pymc_dp.preview`` of the cell (public: simulated data of the model's shapes), or its refusal.
+    ``cache``: one dict per model, so its cells share the simulated datasets and their non-private fits."""
     t = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             pv = pymc_dp.preview(model, epsilon=epsilon, draws=draws, data=mod.DOMAINS, public=mod.PUBLIC, path=path,
-                                 datasets=datasets, random_seed=0)
+                                 datasets=datasets, random_seed=0, cache=cache)
     except pymc_dp.PrivacyError as exc:
         return {"refused": f"{type(exc).__name__}: {str(exc)[:200]}", "seconds": round(time.perf_counter() - t, 1)}
     return {"datasets": datasets, "chosen": pv.chosen, "median": pv.median_distance, "largest": pv.largest_distance,
@@ -243,11 +244,12 @@ def run(models, epsilons, releases, draws, out: Path, paths=PATHS, preview: int 
             if label not in refs:
                 refs[label] = {"kind": "reference", "model": label, "n": n, **reference_summary(model)}
                 emit(refs[label])
+            cache: dict = {}  # the preview's simulated datasets and fits, shared by the model's cells
             for eps in epsilons if preview else ():
                 for path in paths:
                     if (label, eps, path, draws) not in previewed:
                         emit({"kind": "preview", "model": label, "n": n, "epsilon": eps, "path": path, "draws": draws,
-                              **preview_row(mod, model, eps, draws, path, preview)})
+                              **preview_row(mod, model, eps, draws, path, preview, cache)})
                         previewed.add((label, eps, path, draws))
             for eps, path, r in todo:
                 row = {"kind": "release", "model": label, "n": n, "epsilon": eps, "path": path, "release": r,

@@ -9,14 +9,18 @@ never a private value:
 1. **Simulated datasets: the prior predictive given the declared domains.** Each private
    container that no factor observes (a covariate) is drawn from its declared domain; then
    prior-predictive draws give parameters ``theta`` and observed data, in batches, until
-   ``datasets`` of them are *accepted*: at most ``tolerance`` (1%) of their records leave the
-   declared domains. Real data always lie in their declared domains (the release clips them there),
-   so this keeps the draws the public facts allow -- a draw from the prior predictive conditioned
-   on them -- and drops the rest. The accepted draws are kept in the order drawn (no preference
-   among them). At most ``candidates`` draws are tried (default: as many as fit 2**24 simulated
-   records); if fewer than ``datasets`` are accepted by then, the rest are the draws with the
-   fewest records outside (the rule before), and every kept dataset's records are clipped into
-   the domains (``releases[k]["outside"]`` says how many were).
+   ``datasets`` of them are *accepted*: (a) at most ``tolerance`` (1%) of their records leave the
+   declared domains -- real data always lie in their declared domains, so this is the prior
+   predictive *conditioned on the public facts*; and (b) their records' sd is at least ``fill``
+   (1/32) of the declared domain's width -- a domain is declared for the data's range (the noise
+   scales with its width), so data using a sliver of it (an all-zero count table, a noise sd of
+   0.01 on a range of 8) are not what the domain describes; the gallery's data use 0.06 to 0.43
+   of theirs. The accepted draws are kept in the order drawn (no preference among them). A draw
+   the sampler cannot simulate (a Poisson rate past 2**63) is dropped, not raised. At most
+   ``candidates`` draws are tried (default: as many as fit 2**24 simulated records); if fewer than
+   ``datasets`` are accepted by then, the rest are the draws with the fewest records outside (the
+   rule before), and every kept dataset's records are clipped into the domains
+   (``releases[k]["outside"]`` says how many were).
 2. **Per dataset**: the non-private posterior by ``pm.sample`` (the reference), and one release of
    the chosen path (``make_private(..., path=path, ledger=None)``; nothing is charged, since no
    private data are read) on the same simulated data.
@@ -43,6 +47,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pymc as pm
 from pymc.model.fgraph import fgraph_from_model
+from pymc.sampling.forward import compile_forward_sampling_function
 
 from pymc_dp.core import make_private
 from pymc_dp.domains import Domain
@@ -60,6 +65,9 @@ __all__ = ["UtilityPreview", "preview", "simulated_datasets"]
 REFERENCE = {"draws": 500, "tune": 500, "chains": 2}
 #: a simulated draw is kept when at most this share of its records leave their declared domains
 TOLERANCE = 0.01
+#: ... and when its records' sd is at least this share of the declared domain's width (the gallery's
+#: data: 0.059 to 0.43; a domain declared 30 times wider than the data's spread is not expected)
+FILL = 1 / 32
 #: the prior-predictive draws tried per preview: as many as fit this many simulated records
 CANDIDATE_VALUES = 2**24
 #: simulated records per batch of prior-predictive draws (memory)
@@ -136,8 +144,53 @@ def _outside(drawn: Mapping[str, np.ndarray], data: Mapping[str, Domain], draws:
     return outside
 
 
+#: what a prior-predictive draw raises when its parameters cannot be simulated (the draw is dropped)
+SIMULATION_ERRORS = (ValueError, OverflowError, FloatingPointError)
+
+
+def _forward(sim: pm.Model, observed: Mapping[str, str], rng: np.random.Generator):
+    """One compiled prior-predictive draw of the observed RVs (for a batch that failed as a whole)."""
+    outputs = [sim[rv] for rv in observed.values()]
+    with warnings.catch_warnings(), quiet_sampler():
+        warnings.simplefilter("ignore")
+        fn, _ = compile_forward_sampling_function(outputs=outputs, vars_in_trace=[], basic_rvs=sim.basic_RVs,
+                                                  givens_dict=None, random_seed=int(rng.integers(2**31)))
+    return fn
+
+
+def _one_by_one(forward, sim: pm.Model, observed: Mapping[str, str], size: int) -> dict[str, np.ndarray]:
+    """``size`` draws one at a time; a draw that raises is all NaN (every record outside)."""
+    drawn = {name: np.full((size, *np.shape(sim[name].get_value())), np.nan) for name in observed}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for k in range(size):
+            try:
+                values = forward()
+            except SIMULATION_ERRORS:
+                continue
+            for name, v in zip(observed, values):
+                drawn[name][k] = v
+    return drawn
+
+
+def _fill(drawn: Mapping[str, np.ndarray], data: Mapping[str, Domain], draws: int) -> np.ndarray:
+    """Per candidate draw: the least, over the observed containers, of the records' sd over the
+    declared domain's width (averaged over a vector domain's coordinates; a container with an
+    unbounded domain does not count)."""
+    share = np.full(draws, np.inf)
+    for name, values in drawn.items():
+        lo, hi = _hull(data[name])
+        width = np.asarray(hi, float) - np.asarray(lo, float)
+        if not np.all(np.isfinite(width)) or np.any(width <= 0):
+            continue
+        v = np.clip(np.nan_to_num(np.asarray(values, float), nan=0.0, posinf=0.0, neginf=0.0), lo, hi)
+        v = v.reshape(draws, v.shape[1] if v.ndim > 1 else 1, -1)
+        share = np.minimum(share, (v.std(axis=1) / width.reshape(-1)[: v.shape[-1]]).mean(axis=-1))
+    return share
+
+
 def simulated_datasets(model: pm.Model, data: Mapping[str, Domain], *, datasets: int, candidates: int | None = None,
-                       tolerance: float = TOLERANCE, random_seed: int = 0,
+                       tolerance: float = TOLERANCE, fill: float = FILL, random_seed: int = 0,
                        ) -> tuple[pm.Model, list[dict[str, np.ndarray]], list[int]]:
     """Public datasets of ``model``'s shapes: the prior predictive given the declared domains (module docstring, step 1).
 
@@ -153,7 +206,9 @@ def simulated_datasets(model: pm.Model, data: Mapping[str, Domain], *, datasets:
         The most prior-predictive draws to try (default: as many as fit :data:`CANDIDATE_VALUES`
         simulated records, at least 64).
     tolerance : float
-        A draw is accepted when at most this share of its records leave their domains.
+        A draw is accepted when at most this share of its records leave their domains ...
+    fill : float
+        ... and its records' sd is at least this share of each (bounded) domain's width.
     random_seed : int
         Seeds the simulation (public).
 
@@ -183,16 +238,20 @@ def simulated_datasets(model: pm.Model, data: Mapping[str, Domain], *, datasets:
     allowed = int(np.floor(tolerance * records))
     accepted: list[tuple[int, dict[str, np.ndarray]]] = []
     best: list[tuple[int, int, dict[str, np.ndarray]]] = []  # (outside, order, values): the fallback
-    tried = 0
+    tried, forward = 0, None
     while tried < most and len(accepted) < datasets:
         size = min(batch, most - tried)
-        with warnings.catch_warnings(), quiet_sampler():
-            warnings.simplefilter("ignore")
-            prior = pm.sample_prior_predictive(draws=size, model=sim, var_names=sorted(observed.values()),
-                                               random_seed=rng)
-        drawn = {name: np.asarray(prior.prior_predictive[rv].values)[0] for name, rv in observed.items()}
+        try:
+            with warnings.catch_warnings(), quiet_sampler():
+                warnings.simplefilter("ignore")
+                prior = pm.sample_prior_predictive(draws=size, model=sim, var_names=sorted(observed.values()),
+                                                   random_seed=rng)
+            drawn = {name: np.asarray(prior.prior_predictive[rv].values)[0] for name, rv in observed.items()}
+        except SIMULATION_ERRORS:  # a draw the sampler cannot simulate (e.g. a Poisson rate past 2**63)
+            forward = forward or _forward(sim, observed, rng)
+            drawn = _one_by_one(forward, sim, observed, size)
         outside = _outside(drawn, data, size)
-        ok = outside <= allowed
+        ok = (outside <= allowed) & (_fill(drawn, data, size) >= fill)
         for k in np.flatnonzero(ok)[: datasets - len(accepted)]:  # in the order drawn: the conditional draws
             accepted.append((int(outside[k]), {name: drawn[name][k] for name in observed}))
         for k in np.argsort(outside, kind="stable")[: datasets]:  # the fallback: the fewest records outside
@@ -258,6 +317,7 @@ def preview(
     sample_kwargs: Mapping[str, Any] | None = None,
     candidates: int | None = None,
     tolerance: float = TOLERANCE,
+    fill: float = FILL,
     cache: dict | None = None,
 ) -> UtilityPreview:
     """Preview the utility of a release before anything is spent (module docstring).
@@ -276,10 +336,10 @@ def preview(
         Seeds the simulation, the reference fits and the releases (public).
     sample_kwargs : dict, optional
         Passed to each release's ``sample()`` (e.g. ``tune``).
-    candidates, tolerance
+    candidates, tolerance, fill
         The selection of the simulated datasets (:func:`simulated_datasets`): the most
-        prior-predictive draws tried, and the largest share of a draw's records outside the
-        declared domains for it to be kept.
+        prior-predictive draws tried, the largest share of a draw's records outside the declared
+        domains and the least sd of its records (a share of the domain's width) for it to be kept.
     cache : dict, optional
         A dict to keep the simulated datasets and their non-private fits in, so that previews of
         the *same model* at other budgets or paths reuse them (they depend on neither). Pass the
@@ -294,10 +354,10 @@ def preview(
     t0 = time.perf_counter()
     cache = {} if cache is None else cache
     key = ("datasets", tuple(rv.name for rv in model.free_RVs), tuple(sorted(data)), datasets, random_seed,
-           candidates, tolerance)
+           candidates, tolerance, fill)
     if key not in cache:
         cache[key] = simulated_datasets(model, data, datasets=datasets, candidates=candidates, tolerance=tolerance,
-                                        random_seed=random_seed)
+                                        fill=fill, random_seed=random_seed)
     sim, simulated, outside = cache[key]
     kwargs = {"chains": 1, **dict(sample_kwargs or {})}
     rows, chosen, built = [], path, None

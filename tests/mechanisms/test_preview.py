@@ -111,3 +111,28 @@ def test_recommend_previews_the_recommended_path_on_request():
     rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": X}, preview=1)
     assert rec.path == plain.path and isinstance(rec.preview, UtilityPreview)
     assert rec.preview.path == "noisy_statistics" and "utility preview" in str(rec)
+
+
+def test_datasets_that_leave_most_of_the_domain_unused_are_dropped():
+    # a noise prior that puts most draws' spread far below the declared range's: with the fill rule
+    # every kept dataset's sd is at least 1/32 of the width; without it most are narrower
+    with pm.Model() as model:
+        yd = pm.Data("y", np.zeros(50))
+        pm.Normal("obs", pm.Normal("mu", 0, 0.2), pm.HalfCauchy("sigma", 0.005), observed=yd)
+    domains = {"y": pymc_dp.Interval(-1, 1)}
+    _, filled, _ = simulated_datasets(model, domains, datasets=4, random_seed=3)
+    _, unfilled, _ = simulated_datasets(model, domains, datasets=4, fill=0.0, random_seed=3)
+    assert min(np.std(s["y"]) for s in filled) >= 2 / 32
+    assert np.median([np.std(s["y"]) for s in unfilled]) < 2 / 32
+
+
+def test_a_prior_draw_the_sampler_cannot_simulate_is_dropped_not_raised():
+    # a Poisson rate exp(N(0, 30)) passes 2**63 in some draws: numpy raises "lam value too large"
+    with pm.Model() as model:
+        yd = pm.Data("y", np.zeros(30, dtype="int64"))
+        pm.Poisson("obs", pm.math.exp(pm.Normal("b", 0, 30)), observed=yd)
+    with pytest.raises(ValueError, match="lam"):
+        pm.draw(pm.Poisson.dist(np.exp(60.0)), random_seed=0)
+    _, sims, outside = simulated_datasets(model, {"y": pymc_dp.Integers(0, 50)}, datasets=3, random_seed=0)
+    assert len(sims) == 3 and outside == [0, 0, 0]
+    assert all(np.all((s["y"] >= 0) & (s["y"] <= 50)) for s in sims)
