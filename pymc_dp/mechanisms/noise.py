@@ -44,8 +44,8 @@ exactly as in a release (a mis-calibrated scale is refused in an audit too).
     OpenDP's own construction on a coarser grid: the value is rounded to the grid ``2^k``, and
     an integer number of grid steps drawn from the discrete Laplace of scale ``b / 2^k`` (the
     discrete Gaussian of scale ``sigma / 2^k``) by the samplers above is added, exactly (every
-    grid point used is a double). OpenDP does the same with ``k = -1074`` and rounds the result
-    to a double; here ``2^k`` is about ``2^-30`` of the scale (:data:`GRID_BITS`; coarser only
+    grid point used is a double). OpenDP does the same on its finest grid by default
+    (``k = -1074``) and rounds the result to a double; here ``2^k`` is about ``2^-30`` of the scale (:data:`GRID_BITS`; coarser only
     where the values are above ``2^20`` scales), so the law is OpenDP's, a Laplace (Normal) of
     the same scale, up to a relative ``1e-9`` of the scale. Not ``rng.laplace(loc, b)``: a
     float centre plus float noise is rounded in a pattern that depends on the centre (the leak
@@ -54,6 +54,7 @@ exactly as in a release (a mis-calibrated scale is refused in an audit too).
     with ``rng.laplace``. On a grid, the outputs under two centres are the same law shifted by
     a whole number of steps, so no event's probability ratio exceeds the noise's
     (``exp((|x - y| + 2^k) / b)``).
+
 ``tests/mechanisms/test_noise.py`` tests each against its closed-form pmf or cdf at several
 scales.
 """
