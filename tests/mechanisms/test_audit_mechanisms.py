@@ -1,7 +1,10 @@
 """pymc_dp.audit on the noise mechanisms (statistical method, Neyman-Pearson statistic).
 
-OpenDP's noise cannot be seeded, so these tests are random: they use confidence 0.999 (a correct
-mechanism fails with probability about 0.05 %) and margins far from the measured values.
+Each audit is seeded: ``random_seed`` seeds the mechanism's noise too (the same laws as OpenDP's,
+drawn from a generator derived from the seed: ``pymc_dp.mechanisms.noise.audit_noise``), so each
+test reads the same numbers on every run. The margins were set from the spread over seeds (1, 2,
+3, 4 and 10 to 13), not from the one seed a test uses: a correct mechanism's 99.9% lower bound
+reads 0.90-0.96 here, a halved noise's 1.84-1.95 (the truth is 2).
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def test_fourier_updates_pass_coin():
     mech = pymc_dp.fourier_updates(model, epsilon=1.0, data=domains, ledger=None)
     res = pymc_dp.audit(mech, runs=30_000, confidence=0.999, random_seed=3)
     assert res.verdict == "pass", str(res)
-    assert res.measured > 0.6
+    assert 0.8 < res.measured <= 1.0  # the claim is tight: 0.90-0.95 over seeds
 
 
 @pytest.mark.extended
@@ -77,6 +80,7 @@ def test_fourier_halved_noise_is_caught():
     mech = HalvedFourier(model, epsilon=1.0, data=domains, ledger=None)
     res = pymc_dp.audit(mech, runs=30_000, confidence=0.999, random_seed=4)
     assert res.verdict == "fail", str(res)
+    assert res.measured > 1.5  # twice the claim is the truth: 1.84-1.93 over seeds
 
 
 def test_attribute_unit_audit_and_given_pair():

@@ -71,7 +71,7 @@ def test_statistical_audit_passes_on_a_gaussian_release():
     mech = pymc_dp.noisy_statistics(coin, epsilon=0.5, delta=DELTA, data={"y": pymc_dp.Binary()}, ledger=None)
     assert isinstance(mech, NoisyStatistics) and mech.noise == "gaussian"
     res = pymc_dp.audit(mech, runs=20_000, confidence=0.999, random_seed=0, max_pairs=200)
-    assert res.verdict in ("pass", "inconclusive"), str(res)
+    assert res.verdict == "pass", str(res)  # seeded (audit_noise): the same verdict on every run
     assert res.measured <= 0.5 and res.delta == DELTA
 
 

@@ -146,18 +146,19 @@ def test_statistical_audit_passes():
     model, domains = logistic(n=6)
     mech = pass_glm(model, epsilon=1.0, data=domains, ledger=None)
     assert mech.joint["attained"] >= 0.98 * mech.joint["K"]
-    res = pymc_dp.audit(mech, runs=20_000, confidence=0.999, random_seed=0, max_pairs=2000)
+    res = pymc_dp.audit(mech, runs=200_000, confidence=0.999, random_seed=0, max_pairs=2000)
     assert res.verdict == "pass", str(res)
+    assert res.measured > 0.5  # the audit sees the loss (0.59-0.69 over seeds 0, 10-15)
 
 
 def test_statistical_audit_catches_halved_noise():
     model, domains = logistic(n=6)
     bad = HalvedPassGLM(model, epsilon=1.0, data=domains, ledger=None)
-    res = pymc_dp.audit(bad, runs=50_000, confidence=0.999, random_seed=0, max_pairs=2000)
-    # "fail": the 99.9% lower bound is above the claim of 1 (the true loss is about 2). OpenDP's
-    # noise is unseedable, so the bound varies between runs: a margin above 1 (1.2 here once)
-    # read 1.19 in one CI run and is not asserted
-    assert res.verdict == "fail" and res.measured > bad.epsilon, str(res)
+    res = pymc_dp.audit(bad, runs=200_000, confidence=0.999, random_seed=0, max_pairs=2000)
+    # the true loss is about 2; the seed fixes the noise too (audit_noise), so this reads 1.43 on
+    # every run (1.35-1.60 over seeds 0, 10-15 at 200,000 runs; 1.16-1.50 at 50,000)
+    assert res.verdict == "fail", str(res)
+    assert res.measured > 1.2
 
 
 # --------------------------------------------------------------------------- refusals

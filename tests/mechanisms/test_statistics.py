@@ -252,13 +252,13 @@ def test_posterior_is_near_the_data_at_moderate_epsilon():
 
 
 def test_statistical_audit_passes():
-    # OpenDP draws the noise from the OS (unseedable) and this release is exactly tight (the tail's
-    # ratio is e^epsilon), so at confidence 0.95 the lower bound passes the claim in ~2.5% of runs
-    # (CI hit one); 0.999 makes that 5e-4, as in the other mechanism audits
+    # this release is exactly tight (the tail's ratio is e^epsilon): confidence 0.999 as in the
+    # other mechanism audits; the seed fixes the noise too (audit_noise), so the numbers are
+    # the same on every run (0.89 here; 0.87-0.92 over seeds 10-13)
     mech = pymc_dp.noisy_statistics(counts(n=10), epsilon=1.0, data={"y": pymc_dp.Integers(0, 10)}, ledger=None)
     res = pymc_dp.audit(mech, runs=20_000, confidence=0.999, random_seed=0, max_pairs=50)
     assert res.verdict == "pass"
-    assert res.measured >= 0.6 * mech.epsilon  # the exact log-ratio statistic sees most of epsilon (0.77)
+    assert res.measured >= 0.8 * mech.epsilon  # the exact log-ratio statistic sees most of epsilon
 
 
 def test_dask_array_is_summed_block_by_block():
