@@ -694,6 +694,8 @@ class _FactorProbe:
                     break
                 values, kept = change(candidates)
                 evaluated += len(candidates)
+                if not kept:  # PyMC's logp refuses every step's parameters: nothing to compare (seed 188)
+                    break
                 scored = np.where(np.isnan(values), np.inf, sign * values)  # NaN: the worst there is
                 k = int(np.argmax(scored))
                 if not (scored[k] > sign * g):

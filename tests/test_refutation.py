@@ -220,3 +220,14 @@ def test_the_ascent_on_a_public_design_raises_no_numpy_warning():
     cert = pymc_dp.certify(m, epsilon=None, draws=2, data={"y_data": pymc_dp.Integers(0, 5)}, public=["X_data"],
                            unit=pymc_dp.Users(max_rows=4), bounds={"intercept": (-0.5, 0.5), "weights": (-0.05, 0.05)})
     assert "found no counterexample" in cert.certificate.refutation
+
+
+def test_the_ascent_stops_where_every_step_leaves_the_support():
+    """wide_scale seed 188 (a beta regression, public columns scaled by 100): every line-search
+    step of the ascent left PyMC's support, and the empty list of kept points was indexed
+    (IndexError inside ``certify``'s refutation: a crash, no certificate checked). It is now a
+    stop of that ascent, and the certificate is checked and issued."""
+    from tests.fuzz.harness import run_one
+
+    result = run_one(188, profile="wide_scale", timeout_s=600)
+    assert result.status == "certified", result.message
