@@ -71,6 +71,39 @@ def _logit_bounds(p: Bounds, xp):
     return lo, xp.log(p.hi) - xp.log1p(-p.hi)
 
 
+#: PyMC's Bernoulli / Binomial logp on a logit computes ``p = sigmoid(eta)`` (a few roundings: its
+#: relative error is at most this) and then ``log(p)``, ``log1p(-p)`` of the rounded ``p``
+SIGMOID_P_ERROR = 4 * np.finfo(float).eps
+#: below this logit ``sigmoid`` has underflowed to a subnormal or 0 (``exp(709.8)`` overflows)
+SIGMOID_LOGIT_FLOOR = -700.0
+#: a generous absolute allowance for ``log`` / ``log1p`` of a correctly rounded argument
+LOG_ROUNDING = 1e-13
+
+
+def computed_log_sigmoid_errors(eta_lo, eta_hi, xp):
+    """Bounds on ``|computed - exact|`` of ``ln p`` and ``ln(1 - p)``, ``p = sigmoid(eta)``, over
+    ``eta in [eta_lo, eta_hi]``, as PyMC computes them without its stabilising rewrites.
+
+    Derivation (tests/fuzz/FOUND.md #13). The computed ``p^ = p (1 + d)``, ``|d| <= delta =``
+    :data:`SIGMOID_P_ERROR`. Then ``ln p^ - ln p = ln(1 + d)``: at most ``-ln(1 - delta)`` above
+    :data:`SIGMOID_LOGIT_FLOOR` (below it ``p^`` is subnormal or 0: infinite); the error is
+    non-increasing in ``eta``, so its largest value is at ``eta_lo``. And ``1 - p^ = (1 - p) -
+    p d``, so ``ln(1 - p^) - ln(1 - p) = ln(1 - d p / (1 - p))`` with ``p / (1 - p) = e^eta``: at
+    most ``-ln(1 - delta e^eta)``, infinite once ``delta e^eta >= 1/2`` (from ``eta`` about 35.3;
+    ``p^`` may round to 1 and ``ln(1 - p^) = -inf``); non-decreasing in ``eta``, largest at
+    ``eta_hi``. :data:`LOG_ROUNDING` is added to both for the logarithms' own rounding.
+
+    Returns ``(error of ln p, error of ln(1 - p))``. The claim is exact in real arithmetic; the
+    sampled density is the computed one (the refutation check evaluates PyMC's logp without
+    rewrites), so a rule widens its range by these and fails closed where they are infinite.
+    """
+    inf = xp.asarray(np.inf)
+    err_p = xp.where(eta_lo >= SIGMOID_LOGIT_FLOOR, xp.asarray(-math.log1p(-SIGMOID_P_ERROR) + LOG_ROUNDING), inf)
+    ratio = xp.exp(xp.minimum(eta_hi + math.log(SIGMOID_P_ERROR), math.log(0.5)))  # delta e^eta, capped
+    err_q = xp.where(eta_hi + math.log(SIGMOID_P_ERROR) < math.log(0.5), -xp.log1p(-ratio) + LOG_ROUNDING, inf)
+    return err_p, err_q
+
+
 @register_rule(BernoulliRV, "Bernoulli", ("p",), range_params=("p",))
 def bernoulli_range(op, domain, params, xp):
     """Bernoulli(p), x in {0, 1}.
@@ -81,7 +114,9 @@ def bernoulli_range(op, domain, params, xp):
     ``min(ln s(eta_lo), ln s(-eta_hi))``. For a point ``eta`` this gives ``L = |logit p|``
     (docs/theory/families.md#bernoulli); for a logistic regression ``eta in [b - R||w||, b + R||w||]`` it gives
     ``L = |b| + R||w||``. Computed with log-sigmoid, not ``log(1 - sigmoid)``, which loses
-    precision near ``|eta| ~ 30``.
+    precision near ``|eta| ~ 30``. On the logit scale the range is widened by the error of what
+    PyMC computes (:func:`computed_log_sigmoid_errors`): infinite from ``|eta|`` about 35 on, where
+    ``ln(1 - p)`` of the rounded ``p`` may be ``-inf`` (tests/fuzz/FOUND.md #13).
     """
     lo_x, hi_x = integer_domain(domain, "Bernoulli")
     if hi_x > 1:
@@ -95,6 +130,11 @@ def bernoulli_range(op, domain, params, xp):
     if lo_x <= 0 <= hi_x:
         his.append(xp.log_sigmoid(-eta_lo))
         los.append(xp.log_sigmoid(-eta_hi))
+    if p.space == "logit":  # PyMC computes ln p, ln(1 - p) from a rounded sigmoid (FOUND.md #13)
+        err_p, err_q = computed_log_sigmoid_errors(eta_lo, eta_hi, xp)
+        errors = ([err_p] if lo_x <= 1 <= hi_x else []) + ([err_q] if lo_x <= 0 <= hi_x else [])
+        his = [h + e for h, e in zip(his, errors)]
+        los = [l_ - e for l_, e in zip(los, errors)]
     hi, lo = his[0], los[0]
     for h, l_ in zip(his[1:], los[1:]):
         hi, lo = xp.maximum(hi, h), xp.minimum(lo, l_)
@@ -160,7 +200,17 @@ def binomial_range(op, domain, params, xp):
         lo = xp.minimum(*(_binomial_logpmf(e, n, p.lo, xp) for e in ends))
         return lo, hi
     u_lo, u_hi = _logit_bounds(p, xp)
-    if p.is_point:
+    lo, hi = _binomial_logit_range(n, u_lo, u_hi, lo_x, hi_x, hi_eff, ends, p.is_point, xp)
+    if p.space == "logit":  # PyMC computes x ln p + (n - x) ln(1 - p) from a rounded sigmoid (FOUND.md #13)
+        err_p, err_q = computed_log_sigmoid_errors(u_lo, u_hi, xp)
+        err = n * xp.maximum(err_p, err_q)
+        lo, hi = lo - err, hi + err
+    return lo, hi
+
+
+def _binomial_logit_range(n, u_lo, u_hi, lo_x, hi_x, hi_eff, ends, is_point, xp):
+    """The exact range of the Binomial log-pmf over ``u = logit p in [u_lo, u_hi]`` and the domain."""
+    if is_point:
         mode = xp.clip(xp.floor((n + 1.0) * xp.sigmoid(u_lo)), float(lo_x), hi_eff)
         hi = _binomial_logpmf_logit(mode, n, u_lo, xp)
         lo = xp.minimum(*(_binomial_logpmf_logit(e, n, u_lo, xp) for e in ends))

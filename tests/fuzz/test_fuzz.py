@@ -248,9 +248,7 @@ PATHS_SEEDS = tuple(range(PATHS_COUNT))
 #: outside this count)
 PATHS_TIMEOUT_S = 60.0
 #: as :data:`KNOWN_HOLES`, for profile "paths"
-KNOWN_PATHS_HOLES: dict[int, str] = {
-    2: "FOUND.md #13: a logistic regression's Lipschitz claim refuted by ln(1 - p) saturating in floats (localized's wide box)",
-}
+KNOWN_PATHS_HOLES: dict[int, str] = {}  # seed 2 (FOUND.md #13) fixed: the rule widens by the float error
 
 
 def test_fuzz_paths_fast_tier_has_no_crash_no_refuted_claim_and_only_named_typed_refusals():

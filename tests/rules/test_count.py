@@ -314,7 +314,9 @@ def test_binomial_logit_exact(n, u_lo, u_hi, domain):
     bounds = P(u_lo, "logit") if u_lo == u_hi else Bounds(u_lo, u_hi, "logit")
     rule = log_density_range(op_of("Binomial"), domain, (P(float(n)), bounds), NP)
     brute = brute_range(lambda y, u: logp("binom_logit", y, n, u), [ys(domain), ("c", u_lo, u_hi)])
-    assert_exact(rule, brute, label="Binomial logit")
+    # exact up to the float error of PyMC's computation from a rounded sigmoid (FOUND.md #13):
+    # below 1e-9 up to a logit of 13; 4.5e-4 at 25 with n = 7 (contained, not tight)
+    assert_exact(rule, brute, tight=max(abs(u_lo), abs(u_hi)) <= 13, label="Binomial logit")
 
 
 def test_binomial_logit_equals_natural():
