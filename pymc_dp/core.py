@@ -33,6 +33,7 @@ from pymc_dp.contamination import RunTimeContamination, inner_epsilon
 from pymc_dp.domains import Domain
 from pymc_dp.exceptions import (
     NotConjugateError,
+    PathNotImplementedError,
     PrivacyError,
     StuckChainError,
 )
@@ -574,7 +575,12 @@ def _other_path(path, model, **keywords):
             f"path={path!r} is not a release path; use one of {['posterior', *sorted(_PATHS)]} ('auto' chooses "
             "among them from public facts; pymc_dp.recommend says which it would choose and why)."
         )
-    return factory(model, **keywords)
+    try:
+        return factory(model, **keywords)
+    except PrivacyError:
+        raise
+    except NotImplementedError as err:  # a typed refusal, whichever mechanism raised it (FOUND.md #14)
+        raise PathNotImplementedError(f"path={path!r}: {err}") from err
 
 
 def private(

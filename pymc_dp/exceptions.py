@@ -17,6 +17,7 @@ __all__ = [
     "StuckChainError",
     "CertificateRefutedError",
     "EstimateNotBudgetError",
+    "PathNotImplementedError",
     "refuse_estimate",
 ]
 
@@ -31,6 +32,11 @@ class DomainError(PrivacyError):
 
 class UnsupportedFactorError(PrivacyError):
     """A likelihood factor reads private data in a way no exact rule covers."""
+
+
+class PathNotImplementedError(UnsupportedFactorError, NotImplementedError):
+    """A release path does not implement what was asked of it (a unit, ``delta > 0``, an option):
+    a refusal like any other (nothing is released or charged), and a ``NotImplementedError``."""
 
 
 class BudgetExceededError(PrivacyError):

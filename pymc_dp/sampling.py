@@ -27,7 +27,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-__all__ = ["run_mcmc", "check_backend", "BACKENDS", "pilot_unmoved"]
+__all__ = ["run_mcmc", "check_backend", "BACKENDS", "pilot_unmoved", "quiet_sampler"]
 
 #: the NUTS implementations run_mcmc accepts, and the modules each needs
 BACKENDS: dict[str, tuple[str, ...]] = {
@@ -380,3 +380,17 @@ def posterior_only(posterior: xr.Dataset, model: pm.Model) -> xr.Dataset:
     dims = {d for n in names for d in posterior[n].dims}
     coords = {d: np.array(posterior[d].values) for d in dims if d in posterior.coords}
     return xr.Dataset(data_vars, coords=coords)
+
+
+@contextlib.contextmanager
+def quiet_sampler():
+    """PyMC's sampler messages (logger ``pymc`` at INFO) held back inside the block: a first
+    stage's run, a prior-predictive simulation for advice, and every run of an audit are not
+    the user's release."""
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

@@ -675,3 +675,32 @@ def test_a_prior_shaped_like_the_data_is_not_a_leak():
     a shape computed from private *values* stays refused (private-value-as-shape above)."""
     pmod = pymc_dp.make_private(_private_shape(), epsilon=10.0, draws=1, data=UNIT, ledger=None)
     assert [f.name for f in pmod.certificate.factors] == ["stature"]
+
+
+def test_a_path_that_does_not_implement_an_option_refuses_with_a_typed_error():
+    """FOUND.md #14 (fuzzer profile ``paths``, seeds 52 and 94): ``path="noisy_statistics"`` on a
+    logistic regression with ``unit="attribute"`` raised the Newton-steps mechanism's bare
+    ``NotImplementedError``. ``make_private`` now raises :class:`PathNotImplementedError`, a
+    :class:`PrivacyError` that is still a ``NotImplementedError``, naming the path and the unit."""
+    from tests.fuzz.harness import run_one
+
+    for seed in (52, 94):
+        result = run_one(seed, profile="paths", timeout_s=600, mode="paths")
+        assert result.status == "refused", result.message
+        assert "path='noisy_statistics'" in result.message and "unit='attribute'" in result.message
+
+
+def test_path_not_implemented_error_is_both_kinds():
+    err = pymc_dp.PathNotImplementedError("path='x': not implemented")
+    assert isinstance(err, pymc_dp.PrivacyError) and isinstance(err, NotImplementedError)
+
+
+def test_a_poisson_regression_refused_by_pass_glm_hears_pass_glm_s_reason():
+    """FOUND.md #15 (profile ``paths``, seed 4): a Poisson regression on a covariate declared
+    ``Binary()`` was told only that noisy regression statistics need a Normal likelihood; the
+    refusal now also carries PASS-GLM's reason (the covariate's domain), which says what to fix."""
+    from tests.fuzz.harness import run_one
+
+    result = run_one(4, profile="paths", timeout_s=600, mode="paths")
+    assert result.status == "refused", result.message
+    assert "PASS-GLM" in result.message and "x1_data" in result.message and "Binary()" in result.message

@@ -33,9 +33,7 @@ are paid for).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import logging
 import math
 import numbers
 import warnings
@@ -54,6 +52,7 @@ from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.map import PrivateMAP
 from pymc_dp.release import check_budgeted_draws, check_ledger, release
+from pymc_dp.sampling import quiet_sampler
 from pymc_dp.units import Users, as_unit, describe_unit
 
 __all__ = ["LocalizedPosterior", "localized_posterior", "MECHANISM"]
@@ -527,19 +526,6 @@ def simulated_laplace_scale(model: pm.Model, theta_hat: Mapping[str, np.ndarray]
         out[rv.name] = sd[i:i + size].reshape(np.shape(theta_hat[rv.name]))
         i += size
     return out
-
-
-@contextlib.contextmanager
-def quiet_sampler():
-    """PyMC's sampler messages (logger ``pymc`` at INFO) held back inside the block: the first
-    stage's run, and every run of an audit, are not the user's release."""
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def _check_simulable(data: Mapping[str, Domain], model: pm.Model) -> None:

@@ -268,7 +268,9 @@ def quadratic_approximation(family: str, interval: tuple[float, float]) -> tuple
     ``b2 > 0``; a non-finite or non-positive ``b2`` is refused."""
     lo, hi = map(float, interval)
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-        raise ValueError(f"interval={interval!r} must be two finite numbers lo < hi (the linear predictor's range).")
+        raise UnsupportedFactorError(
+            f"interval={interval!r} must be two finite numbers lo < hi (the linear predictor's range): pass a finite "
+            "interval=, or approximation='adaptive'.")
     mid, half = (lo + hi) / 2.0, (hi - lo) / 2.0
     A = _log_partition(family)
     cheb = chebyshev.chebinterpolate(lambda t: A(mid + half * t), 2)
@@ -277,7 +279,9 @@ def quadratic_approximation(family: str, interval: tuple[float, float]) -> tuple
     b = np.zeros(3)
     b[: len(in_s)] = in_s
     if not (np.all(np.isfinite(b)) and b[2] > 0):
-        raise ValueError(f"the quadratic approximation on {interval} has b2 = {b[2]!r}; choose a wider finite interval.")
+        raise UnsupportedFactorError(
+            f"the quadratic approximation on {interval} has b2 = {b[2]!r}: pass a wider finite interval=, or "
+            "approximation='adaptive'.")
     return float(b[0]), float(b[1]), float(b[2])
 
 

@@ -27,6 +27,7 @@ from pymc_dp.mechanisms.pass_glm import PassGLM, read_glm
 from pymc_dp.mechanisms.refined import RefinedRegression
 from pymc_dp.mechanisms.regression import NoisyRegression
 from pymc_dp.mechanisms.statistics import NoisyStatistics, ReadsPrivateCovariates
+from pymc_dp.sampling import quiet_sampler
 from pymc_dp.units import Users
 
 __all__ = ["Recommendation", "noisy_statistics", "recommend"]
@@ -146,13 +147,21 @@ def _covariate_regression(model, *, delta, weights=None, **kwargs):
     """A regression on private covariates: PASS-GLM's noisy quadratic statistics for a Poisson
     regression with a log link (:mod:`pymc_dp.mechanisms.pass_glm`), else the Normal linear
     regression (:class:`NoisyRegression`, which refuses any other likelihood by name)."""
+    glm_refusal = None
     try:
         glm = read_glm(model, kwargs["data"])
-    except (UnsupportedFactorError, DomainError, NotImplementedError):
-        glm = None
+    except (UnsupportedFactorError, DomainError, NotImplementedError) as err:
+        glm, glm_refusal = None, err
     if glm is not None and glm.family == "poisson":
         return PassGLM(model, delta=delta, weights=weights, **kwargs)
-    return NoisyRegression(model, delta=delta, weights=weights, **kwargs)
+    try:
+        return NoisyRegression(model, delta=delta, weights=weights, **kwargs)
+    except (UnsupportedFactorError, DomainError) as err:
+        if glm_refusal is None:
+            raise
+        # both refused: say both, so that a Poisson regression's user reads what PASS-GLM needs
+        # (a covariate's domain, a public covariate) and not only the Normal regression's reason (FOUND.md #15)
+        raise type(err)(f"{err} PASS-GLM (a Poisson regression with a log link) refused it too: {glm_refusal}") from err
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,8 +260,9 @@ def _recommend(model, *, epsilon, data, unit, public, random_seed, delta) -> Rec
             "sum y' z) are released once and the noise-aware posterior given them is calibrated "
             "(benchmarks/results/calibration_pass_glm.md: 87-89% of 90% intervals at n = 300)"), {})
     inflation = {}
-    prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
-                                       var_names=[f.name for f in mech.factors])
+    with quiet_sampler():  # advice, not a release: no "Sampling: [...]" on the user's console
+        prior = pm.sample_prior_predictive(draws=2000, model=mech.model, random_seed=random_seed,
+                                           var_names=[f.name for f in mech.factors])
     for f in mech.factors:
         x = np.asarray(prior.prior_predictive[f.name].values, float)
         x = x.reshape(-1, *x.shape[2:])  # (draws, rows, ...)
@@ -274,7 +284,9 @@ def _recommend(model, *, epsilon, data, unit, public, random_seed, delta) -> Rec
 def _recommend_counts(mech, epsilon: float, random_seed: int) -> Recommendation:
     """The noisy-counts path's advice: per released count, ``1 + 2 b^2 / (n Var(t))`` with
     ``t`` the indicator that a record adds to it, ``Var(t)`` under the prior predictive."""
-    prior = pm.sample_prior_predictive(draws=200, model=mech.model, random_seed=random_seed, var_names=[rv.name for rv in mech.model.observed_RVs])
+    with quiet_sampler():
+        prior = pm.sample_prior_predictive(draws=200, model=mech.model, random_seed=random_seed,
+                                           var_names=[rv.name for rv in mech.model.observed_RVs])
     pred = prior.prior_predictive
     from pymc_dp.factors import strip_casts
 
