@@ -734,7 +734,8 @@ class _FactorProbe:
             f"certificate refuted: factor {self.factor.name!r} ({self.factor.family}) claims {what} at most "
             f"L = {claimed:.6g}, but PyMC's logp of the model measures {measured:.6g} at the parameter point "
             f"{{{', '.join(f'{k}={v}' for k, v in theta.items())}}}{other}, row {row}, between the records "
-            f"{_record_text(records[a])} and {_record_text(records[b])}. Nothing was certified or charged. This is "
+            f"{_record_text(records[a])} and {_record_text(records[b])}. Inside certify this refusal means nothing was "
+            "certified or charged; on a certificate already issued (refute(cert)), stop releasing under it. This is "
             "a bug in pymc_dp (its rules or interval arithmetic under-bound this factor); please report it with "
             "the model.",
             factor=self.factor.name, point=theta, records=(records[a], records[b]), claimed=claimed, measured=measured)
