@@ -526,6 +526,13 @@ class Ledger:
         LedgerError
             The ledger cannot be read or written.
         """
+        from pymc_dp.mechanisms.noise import audit_noise_generator
+
+        if audit_noise_generator() is not None:  # a release's noise must come from OpenDP, never a seeded rng
+            raise PrivacyError(
+                f"dataset {dataset!r}: a release cannot be charged inside pymc_dp.audit's seeded noise "
+                "(mechanisms.noise.audit_noise): its noise would come from a seeded numpy generator. Release "
+                "outside the audit.")
         if not isinstance(dataset, str) or not dataset:
             raise PrivacyError(f"dataset must be a non-empty string (a fingerprint), got {dataset!r}.")
         eps = _number("epsilon", epsilon)

@@ -611,3 +611,22 @@ def test_default_ledger_path_honours_env(monkeypatch, tmp_path):
 
     monkeypatch.delenv("PYMC_DP_LEDGER")
     assert default_ledger_path() == platformdirs.user_data_path("pymc_dp") / "ledger.sqlite"
+
+
+def test_nothing_is_charged_inside_an_audit_s_seeded_noise(tmp_path):
+    """Inside ``mechanisms.noise.audit_noise`` every noise function draws from a seeded numpy
+    generator: a release there would publish seedable noise. The ledger refuses to charge it, and
+    writes nothing; outside the block the same charge goes through."""
+    import numpy as np
+
+    from pymc_dp.exceptions import PrivacyError
+    from pymc_dp.ledger import Ledger
+    from pymc_dp.mechanisms.noise import audit_noise
+
+    ledger = Ledger(tmp_path / "l.sqlite", epsilon=5.0)
+    with audit_noise(np.random.default_rng(0)):
+        with pytest.raises(PrivacyError, match="seeded noise"):
+            ledger.reserve("ds", 1.0, 0.0)
+    assert ledger.releases("ds") == []
+    ledger.commit(ledger.reserve("ds", 1.0, 0.0))
+    assert len(ledger.releases("ds")) == 1
