@@ -132,7 +132,9 @@ class Mechanism(abc.ABC):
     def audit_runs(self, data: Mapping[str, np.ndarray], runs: int, rng: np.random.Generator) -> np.ndarray:
         """``runs`` independent outputs of the mechanism on ``data`` (container -> array), as an
         array of shape ``(runs, k)``. No ledger, no release: for audits only. ``rng`` seeds what
-        the mechanism can seed (OpenDP noise cannot be seeded)."""
+        the mechanism can seed; inside ``pymc_dp.audit(..., random_seed=...)`` the noise functions
+        draw the same law from a seeded generator (``mechanisms.noise.audit_noise``), elsewhere
+        from OpenDP's unseedable samplers."""
 
     def audit_log_ratio(
         self, x: Mapping[str, np.ndarray], y: Mapping[str, np.ndarray]
