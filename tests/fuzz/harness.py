@@ -309,12 +309,22 @@ def check_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_TIMEOUT
                 result.status = "certified"
                 result.stage = ""
         except FuzzTimeout as exc:
-            result.status = "timeout"
-            result.reason = f"timeout at {result.stage}"
-            result.message = str(exc)
-            result.problems.append(f"timeout at {result.stage} ({exc})")
+            _timed_out(result, exc)
         except Exception as exc:  # noqa: BLE001  (classifying every exception is the point)
             _refused(result, exc, names, result.stage)
+    return _timed(result, start, cpu_start)
+
+
+def _timed_out(result: FuzzResult, exc: Exception) -> None:
+    """Record a model that ran past its limit, at the stage it had reached."""
+    result.status = "timeout"
+    result.reason = f"timeout at {result.stage}"
+    result.message = str(exc)
+    result.problems.append(f"timeout at {result.stage} ({exc})")
+
+
+def _timed(result: FuzzResult, start: float, cpu_start: float) -> FuzzResult:
+    """Stamp the wall and CPU seconds since ``start`` / ``cpu_start`` on the result."""
     result.seconds = round(time.perf_counter() - start, 3)
     result.cpu_seconds = round(time.process_time() - cpu_start, 3)
     return result
@@ -688,12 +698,7 @@ def check_paths_model(generated: GeneratedModel, *, timeout_s: float = DEFAULT_T
                     result.status = "certified"
                 result.stage = ""
         except FuzzTimeout as exc:
-            result.status = "timeout"
-            result.reason = f"timeout at {result.stage}"
-            result.message = str(exc)
-            result.problems.append(f"timeout at {result.stage} ({exc})")
+            _timed_out(result, exc)
         except Exception as exc:  # noqa: BLE001  (classifying every exception is the point)
             _refused(result, exc, names, result.stage)
-    result.seconds = round(time.perf_counter() - start, 3)
-    result.cpu_seconds = round(time.process_time() - cpu_start, 3)
-    return result
+    return _timed(result, start, cpu_start)
