@@ -185,7 +185,7 @@ def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: flo
             j += direction
             if values[j] > level:
                 inner, outer = (grid[j - direction] if j - direction != i else t_min), grid[j]
-                root = optimize.brentq(lambda t: f(t) - level, inner, outer, xtol=1e-14, rtol=1e-14)
+                root = _crossing_root(lambda t: f(t) - level, inner, outer)
                 # step inside until f <= level holds exactly
                 for _ in range(60):
                     if f(root) <= level:
@@ -195,6 +195,27 @@ def _sublevel_interval(f: Callable[[float], float], grid: np.ndarray, level: flo
         return None
 
     return crossing(-1), crossing(+1), f_min
+
+
+def _crossing_root(g: Callable[[float], float], inner: float, outer: float) -> float:
+    """A point between ``inner`` (``g <= 0``) and ``outer`` (``g > 0``) where ``g`` crosses 0,
+    by Brent's method; where ``g`` is NaN somewhere between (an overflow in the constant, e.g.
+    ``exp(752)``: campaign seed 1001770), by bisection reading NaN as above the level (an
+    infinite constant: outside the region, fail closed). The point returned has ``g <= 0`` up
+    to Brent's tolerance; the caller steps inside until it holds exactly."""
+    try:
+        return optimize.brentq(g, inner, outer, xtol=1e-14, rtol=1e-14)
+    except ValueError:  # "The function value at x=... is NaN": scipy cannot continue
+        lo, hi = inner, outer
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if mid in (lo, hi):
+                break
+            if g(mid) <= 0:  # NaN compares False: above the level
+                lo = mid
+            else:
+                hi = mid
+        return lo
 
 
 def _sublevel_components(f: Callable[[float], float], grid: np.ndarray, level: float, values: np.ndarray):
@@ -216,7 +237,7 @@ def _sublevel_components(f: Callable[[float], float], grid: np.ndarray, level: f
             j += 1
 
         def end(k_in, k_out):
-            root = optimize.brentq(lambda t: f(t) - level, grid[k_in], grid[k_out], xtol=1e-14, rtol=1e-14)
+            root = _crossing_root(lambda t: f(t) - level, grid[k_in], grid[k_out])
             for _ in range(60):  # step inside until f <= level holds exactly
                 if f(root) <= level:
                     break

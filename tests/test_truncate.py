@@ -86,3 +86,23 @@ def test_the_potential_solver_fails_closed_on_a_nan_constant(monkeypatch):
     monkeypatch.setattr(P, "search_minimum", lambda *a, **k: (float("nan"), None))
     with pytest.raises(Infeasible):
         P.solve_potential(factors[0], 0.5, ctx)
+
+
+def test_a_constant_that_overflows_to_nan_beside_its_region_is_read_as_outside():
+    """Campaign seed 1001770 (a negative binomial on ``mu = exp(alpha[g])``, ``alpha`` StudentT):
+    the constant is NaN where ``exp`` overflows (``alpha`` about 752), and Brent's method, refining
+    the region's end next to it, raised "The function value ... is NaN", which the solver misread
+    as an infeasible minimum (``float`` of the message: a crash). The end is now found by bisection
+    reading NaN as above the level (an infinite constant, outside: fail closed)."""
+    import math
+
+    from pymc_dp import scalar
+    from tests.fuzz.harness import run_one
+
+    def g(t):
+        return t - 1.0 if t < 2.0 else math.nan
+
+    root = scalar._crossing_root(g, 0.0, 5.0)
+    assert g(root) <= 0.0 and root == pytest.approx(1.0, abs=1e-9)
+    result = run_one(1001770, profile="campaign", timeout_s=600)
+    assert result.status == "certified", result.message
