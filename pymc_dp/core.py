@@ -580,7 +580,8 @@ def _other_path(path, model, **keywords):
     except PrivacyError:
         raise
     except NotImplementedError as err:  # a typed refusal, whichever mechanism raised it (FOUND.md #14)
-        raise PathNotImplementedError(f"path={path!r}: {err}") from err
+        private = ", ".join(repr(str(name)) for name in (keywords.get("data") or {}))
+        raise PathNotImplementedError(f"path={path!r} on the private containers {private}: {err}") from err
 
 
 def private(

@@ -688,6 +688,7 @@ def test_a_path_that_does_not_implement_an_option_refuses_with_a_typed_error():
         result = run_one(seed, profile="paths", timeout_s=600, mode="paths")
         assert result.status == "refused", result.message
         assert "path='noisy_statistics'" in result.message and "unit='attribute'" in result.message
+        assert not result.problems, result.problems  # the refusal names the model's containers
 
 
 def test_path_not_implemented_error_is_both_kinds():
