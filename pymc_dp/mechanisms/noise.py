@@ -47,7 +47,7 @@ exactly as in a release (a mis-calibrated scale is refused in an audit too).
     grid point used is a double). OpenDP does the same on its finest grid by default
     (``k = -1074``) and rounds the result to a double; here ``2^k`` is about ``2^-30`` of the scale (:data:`GRID_BITS`; coarser only
     where the values are above ``2^20`` scales), so the law is OpenDP's, a Laplace (Normal) of
-    the same scale, up to a relative ``1e-9`` of the scale. Not ``rng.laplace(loc, b)``: a
+    the same scale, up to a relative ``1e-9`` of the scale. Not numpy's Laplace sampler at ``loc``: a
     float centre plus float noise is rounded in a pattern that depends on the centre (the leak
     of Mironov 2012), and the audits' log-ratio statistic, computed in floats, sees it: the
     audit of the Fourier mechanism read a lower bound of 1.05 on a claim of 1 (estimate 1.55)
