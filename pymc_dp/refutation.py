@@ -42,8 +42,8 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.random.op import RandomVariable
 
 from pymc_dp.constraints import box_of
-from pymc_dp.domains import Ball, Box, Integers, Interval
 from pymc_dp.exceptions import CertificateRefutedError
+from pymc_dp.refutation_records import candidate_rows, corner_combos
 
 __all__ = ["RefutationReport", "FactorRefutation", "refute", "refute_claims", "EFFORTS", "REFUTATION_SEED"]
 
@@ -376,60 +376,6 @@ class _Region:
         return [{k: v[i] for k, v in merged.items()} for i in range(n)]
 
 
-# --------------------------------------------------------------------------- records
-def _candidate_rows(domain, row_shape: tuple, count: int, rng) -> np.ndarray | None:
-    """Rows of a domain: its corners first (all lower, all upper, alternating, random), then
-    random points; for a ball, the axis points ``+-r e_i`` and points on the sphere. None for a
-    domain this check does not know."""
-    shape = (count,) + tuple(row_shape)
-    if isinstance(domain, Ball):
-        d = row_shape[-1] if row_shape else 1
-        rows = []
-        for i in rng.permutation(d)[: max(count // 2, 1)]:
-            e = np.zeros(row_shape)
-            e[..., i] = domain.radius * (1 if len(rows) % 2 == 0 else -1)
-            rows.append(e)
-        while len(rows) < count:
-            g = rng.normal(size=row_shape)
-            norm = np.sqrt(np.sum(g**2, axis=-1, keepdims=True))
-            rows.append(domain.radius * g / np.where(norm > 0, norm, 1.0) * (1.0 if len(rows) % 3 else 0.5))
-        return np.stack(rows[:count])
-    if isinstance(domain, Box):
-        lo = np.broadcast_to(domain.lo, row_shape)
-        hi = np.broadcast_to(domain.hi, row_shape)
-        integer = False
-    elif isinstance(domain, Integers):
-        if not row_shape and domain.hi - domain.lo < max(2 * count, 16):  # a few labels or counts: all of them
-            return np.arange(domain.lo, domain.hi + 1, dtype=float)
-        lo, hi = np.full(row_shape, float(domain.lo)), np.full(row_shape, float(domain.hi))
-        integer = True
-    elif isinstance(domain, Interval):
-        lo, hi = np.full(row_shape, domain.lo), np.full(row_shape, domain.hi)
-        integer = False
-        # an unbounded end (a contaminated factor): probe far out, finitely
-        far = rng.choice([1.0, 10.0, 1e3], size=row_shape)
-        lo = np.where(np.isfinite(lo), lo, np.where(np.isfinite(hi), hi, 0.0) - far)
-        hi = np.where(np.isfinite(hi), hi, lo + 2 * far)
-    else:
-        return None
-    size = int(np.prod(row_shape, dtype=int))
-    alt = (np.arange(size) % 2 == 0).reshape(row_shape)
-    mid = np.floor(0.5 * (lo + hi)) if integer else 0.5 * (lo + hi)
-    rows = [lo, hi, np.where(alt, lo, hi), np.where(alt, hi, lo), mid]
-    u = rng.random(shape)
-    corner = np.where(rng.random(shape) < 0.5, lo, hi)
-    interior = np.minimum(np.floor(lo + u * (hi - lo + 1)) if integer else lo + u * (hi - lo), hi)
-    # random corners and random interior points in turn (one element: its corners are above)
-    rows += [corner[i] if i % 2 == 0 and size > 1 else interior[i] for i in range(count)]
-    out, seen = [], set()
-    for r in rows:  # distinct rows, in this order, ``count`` of them (at least both ends)
-        key = np.asarray(r, float).tobytes()
-        if key not in seen:
-            seen.add(key)
-            out.append(np.asarray(r, float))
-    return np.stack(out[: max(count, 2)])
-
-
 # --------------------------------------------------------------------------- one factor
 @dataclass
 class _FactorProbe:
@@ -535,7 +481,7 @@ class _FactorProbe:
         """Candidate records and the groups within which any two are neighbours."""
         cands = {}
         for name in self.containers:
-            rows = _candidate_rows(self.domains[name], self.shapes[name][1:], budget.records, rng)
+            rows = candidate_rows(self.domains[name], self.shapes[name][1:], budget.records, rng)
             if rows is None:
                 return f"the domain {self.domains[name]} of {name!r} is not one this check knows"
             cands[name] = rows
@@ -544,13 +490,14 @@ class _FactorProbe:
         if not attribute or len(self.containers) == 1:
             total = int(np.prod(sizes))
             combos = (np.array(np.unravel_index(np.arange(total), sizes)).T if total <= budget.max_records
-                      else np.stack([rng.integers(0, s, budget.max_records) for s in sizes], axis=1))
+                      else corner_combos(sizes, budget.max_records, rng))
             records = [{n: cands[n][i] for n, i in zip(self.containers, c)} for c in combos]
             groups = [list(range(len(records)))]
         else:  # one container's row changes, the others' rows fixed
             for name in self.containers:
-                for _ in range(2):
-                    fixed = {n: cands[n][rng.integers(len(cands[n]))] for n in self.containers}
+                for k in range(2):  # the others at their upper ends (row 1, as corner_combos), then at random
+                    fixed = {n: cands[n][min(1, len(cands[n]) - 1) if k == 0 else rng.integers(len(cands[n]))]
+                             for n in self.containers}
                     start = len(records)
                     records.extend({**fixed, name: row} for row in cands[name])
                     groups.append(list(range(start, len(records))))

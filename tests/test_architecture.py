@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                                 "oscillation", "boxes", "truncate", "split", "rewrite", "contamination",
                                 "contamination_estimate", "exact", "exact.*")),
     ("certification, data, release, report", ("preprocess", "private_data", "release", "privacy_report",
-                                               "certification", "refutation")),
+                                               "certification", "refutation", "refutation_records")),
     ("posterior sampling", ("core", "mechanisms.base", "mechanisms.bayesnet")),
     ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.regression",
                     "mechanisms.refined", "mechanisms.logistic", "mechanisms.pass_glm", "mechanisms.map", "mechanisms.localized", "mechanisms.plan_release", "mechanisms.stochastic", "mechanisms.metric")),

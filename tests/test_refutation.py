@@ -152,6 +152,29 @@ def test_the_false_certificate_of_issue_32_is_caught_with_the_interval_fix_rever
         pymc_dp.certify(m, epsilon=10.0, draws=10, data={"y": pymc_dp.Binary()}, public=["X"])
 
 
+def test_the_float_saturation_of_found_13_is_caught_by_the_standard_check_with_the_fix_reverted(monkeypatch):
+    """FOUND.md #13 issued two certificates the standard check passed: their supremum needs every
+    covariate at its upper end *and* the other outcome, one tuple of 96 that random tuples missed.
+    The standard check now tries the domains' joint corners first."""
+    from pymc_dp.rules import discrete
+
+    rng = np.random.default_rng(0)
+    n = 60
+    with pm.Model() as m:
+        x1, x2 = pm.Data("x1", rng.integers(0, 2, n).astype(float)), pm.Data("x2", rng.uniform(-2, 2, n))
+        x3, y = pm.Data("x3", rng.integers(0, 4, n).astype(float)), pm.Data("y", rng.integers(0, 2, n).astype(float))
+        a, b1 = pm.Normal("a", 0, 0.5), pm.Normal("b1", 0, 2.5)
+        b2, b3 = pm.Normal("b2", 0, 0.5), pm.Normal("b3", 0, 2.5)
+        pm.Bernoulli("obs", p=pm.math.invlogit(a + b1 * x1 + b2 * x2 + b3 * x3), observed=y)
+    data = {"x1": pymc_dp.Binary(), "x2": pymc_dp.Interval(-2, 2), "x3": pymc_dp.Integers(0, 3), "y": pymc_dp.Binary()}
+    bounds = {"a": (-2, 2), "b1": (-8, 8), "b2": (-3, 3), "b3": (-5, 5)}  # the logit reaches 31
+    certification = pymc_dp.certify(m, epsilon=None, draws=1, data=data, bounds=bounds)
+    assert certification.certificate.factors[0].lipschitz > 31  # the fix: widened by the float error
+    monkeypatch.setattr(discrete, "computed_log_sigmoid_errors", lambda lo, hi, xp: (0.0 * lo, 0.0 * hi))
+    with pytest.raises(CertificateRefutedError, match="'obs'"):
+        pymc_dp.certify(m, epsilon=None, draws=1, data=data, bounds=bounds)
+
+
 def test_an_oscillation_claim_is_checked_as_an_oscillation():
     with pm.Model() as m:
         yd = pm.Data("y", np.arange(30) % 5)
