@@ -124,6 +124,13 @@ def family_statistics(op, factor: str, container: str, params: tuple, domain: Do
     )
 
 
+@functools.singledispatch
+def factor_params(op, node) -> tuple:
+    """A factor's parameters as its family's rule reads them: ``op.dist_params(node)`` (a
+    SymbolicRandomVariable such as PyMC's ``CensoredRV`` registers its own reading)."""
+    return tuple(op.dist_params(node))
+
+
 def _integer_domain(factor: str, container: str, domain: Domain, lo_min: int, hi_max: float, family: str) -> Integers:
     if not isinstance(domain, Integers) or domain.lo < lo_min or domain.hi > hi_max:
         top = "" if math.isinf(hi_max) else f", hi <= {int(hi_max)}"
@@ -294,7 +301,7 @@ def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[Statis
             )
         observed[value.name] = rv.name
         node = rv.owner
-        params = tuple(node.op.dist_params(node))
+        params = factor_params(node.op, node)
         for p in params:
             hit = private_ancestors(p, private)
             if hit:
@@ -502,6 +509,9 @@ class NoisyStatistics(Mechanism):
         per = {}
         for f in self.factors:
             st = f.family.statistics
+            if getattr(f.family, "joint_bound", None) is not None:  # a family that derives its own K by cases
+                per[f.container] = f.family.joint_bound([self.weights[s.name] for s in st])
+                continue
             if len(st) == 1:
                 w = self.weights[st[0].name]
                 per[f.container] = (w, w, 1)
