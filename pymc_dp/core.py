@@ -577,11 +577,13 @@ def _other_path(path, model, **keywords):
         )
     try:
         return factory(model, **keywords)
-    except PrivacyError:
-        raise
     except NotImplementedError as err:  # a typed refusal, whichever mechanism raised it (FOUND.md #14)
+        if str(err).startswith("path="):  # already names its path and containers (a nested make_private)
+            raise
         private = ", ".join(repr(str(name)) for name in (keywords.get("data") or {}))
-        raise PathNotImplementedError(f"path={path!r} on the private containers {private}: {err}") from err
+        # keep a typed refusal's own kind (PathNotImplementedError, RegionNotImplementedError ...)
+        kind = type(err) if isinstance(err, PrivacyError) else PathNotImplementedError
+        raise kind(f"path={path!r} on the private containers {private}: {err}") from err
 
 
 def private(

@@ -18,6 +18,8 @@ __all__ = [
     "CertificateRefutedError",
     "EstimateNotBudgetError",
     "PathNotImplementedError",
+    "RegionNotImplementedError",
+    "EstimateNotImplementedError",
     "refuse_estimate",
 ]
 
@@ -37,6 +39,19 @@ class UnsupportedFactorError(PrivacyError):
 class PathNotImplementedError(UnsupportedFactorError, NotImplementedError):
     """A release path does not implement what was asked of it (a unit, ``delta > 0``, an option):
     a refusal like any other (nothing is released or charged), and a ``NotImplementedError``."""
+
+
+class RegionNotImplementedError(PrivacyError, NotImplementedError):
+    """A truncation region combines constraints that pymc_dp cannot yet carry (two different norm
+    balls on one parameter, an interval and a norm ball together, overlapping boxes on an ordered
+    vector) or draw (:func:`pymc_dp.plots.plot_truncation`): a refusal like any other (nothing is
+    sampled or charged), and a ``NotImplementedError``."""
+
+
+class EstimateNotImplementedError(PrivacyError, NotImplementedError):
+    """:func:`pymc_dp.contamination.estimate_epsilon` (Algorithm 1: an *estimate*, not a DP
+    guarantee) does not implement the model, option or domain it was given: a refusal (nothing is
+    simulated or estimated), and a ``NotImplementedError``."""
 
 
 class BudgetExceededError(PrivacyError):

@@ -130,13 +130,15 @@ def noisy_statistics(
     if delta == 0.0:
         try:  # a discrete network with Beta / Dirichlet priors: exact posterior, iid draws
             return NoisyCounts(model, **kwargs)
-        except (UnsupportedFactorError, DomainError):
-            pass  # not such a network: the paths below say what they need
-        except NotImplementedError as not_here:
+        except NotImplementedError as not_here:  # first: a PathNotImplementedError is an UnsupportedFactorError too
             try:
                 return NoisyStatistics(model, **kwargs)
+            except NotImplementedError:
+                raise
             except (UnsupportedFactorError, DomainError):
                 raise not_here from None
+        except (UnsupportedFactorError, DomainError):
+            pass  # not such a network: the paths below say what they need
     try:
         return NoisyStatistics(model, delta=delta, **kwargs)
     except ReadsPrivateCovariates:  # a regression on private covariates
