@@ -54,7 +54,7 @@ from scipy import special as sc
 
 from pymc_dp.chunks import CHUNK_ROWS, check_values, is_dask
 from pymc_dp.domains import Domain
-from pymc_dp.exceptions import DomainError
+from pymc_dp.exceptions import DomainError, PathNotImplementedError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import charge
 from pymc_dp.mechanisms.bayesnet import BayesNet, Node
@@ -114,7 +114,7 @@ def _plan(net: BayesNet, n: int) -> list[_Block]:
     classes = sorted({p for nd in net.nodes for p in nd.parents})
     for nd in net.nodes:
         if len(nd.parents) > 1:
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 f"factor {nd.factor!r} element {nd.column}: its parameter is gathered by {len(nd.parents)} "
                 "variables; the exact noise-aware posterior handles one class variable per node (naive "
                 "Bayes). Use pymc_dp.laplace_updates or pymc_dp.make_private for this network."
@@ -122,7 +122,7 @@ def _plan(net: BayesNet, n: int) -> list[_Block]:
     for v in classes:
         label = net.variables[v].label
         if v not in roots:
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 f"the variable {label!r} gathers a parameter but is itself observed with a gathered parameter "
                 "(a network deeper than one level); the exact noise-aware posterior is implemented for naive "
                 "Bayes structures. Use pymc_dp.laplace_updates or pymc_dp.make_private."
@@ -142,7 +142,7 @@ def _plan(net: BayesNet, n: int) -> list[_Block]:
         for pos, c in enumerate(nd.table):
             t = trials.setdefault((nd.param, c), {"const": 0, "cls": None, "coef": None, "cols": set()})
             if t["cls"] not in (None, v):
-                raise NotImplementedError(
+                raise PathNotImplementedError(
                     f"the cell {nd.param}[{c}] is gathered by two class variables; the exact noise-aware "
                     "posterior needs each cell to depend on one. Use pymc_dp.laplace_updates."
                 )
@@ -162,10 +162,11 @@ def _plan(net: BayesNet, n: int) -> list[_Block]:
         root = roots[v]
         key = (root.param, root.table[0])
         if key in trials:
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 f"the class variable {net.variables[v].label!r} shares its parameter cell {root.param}[{key[1]}] "
                 "with other observations; the exact noise-aware posterior needs the class counts in a cell of "
-                "their own."
+                "their own. Give the class variable its own parameter, or use pymc_dp.laplace_updates or "
+                "pymc_dp.make_private."
             )
         values = net.variables[v].values
         root_cols = tuple(_column(net, root.param, x) for x in values)
@@ -380,7 +381,7 @@ class NoisyCounts(PosteriorUpdates):
         self.blocks = _plan(self.net, self.n)
         size = _enumeration_size(self.blocks, self.n)
         if size > MAX_ENUMERATION:
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 f"the exact noise-aware posterior of this network at n = {self.n} would enumerate {size} latent "
                 f"count vectors (more than {MAX_ENUMERATION}); an approximate (CLT) posterior for large networks "
                 "is not implemented. Use pymc_dp.laplace_updates, or fewer classes / values."
@@ -403,7 +404,7 @@ class NoisyCounts(PosteriorUpdates):
                 "the rows of a record stay together."
             )
         if any(is_dask(v) for v in values.values()) and len(values) > 1:
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 "values= with Dask collections is implemented for a network that reads one container; "
                 "for several, pass NumPy arrays (they are counted in chunks of rows)."
             )

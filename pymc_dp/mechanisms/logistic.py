@@ -105,7 +105,7 @@ from scipy.special import expit
 
 from pymc_dp.chunks import CHUNK_ROWS, is_dask
 from pymc_dp.domains import Domain, Integers
-from pymc_dp.exceptions import DomainError, PrivacyError, UnsupportedFactorError
+from pymc_dp.exceptions import DomainError, PathNotImplementedError, PrivacyError, UnsupportedFactorError
 from pymc_dp.mechanisms.logistic_bounds import (
     SCORE_SLAB_DIMENSION,
     SLOPE_FLOOR,
@@ -229,7 +229,7 @@ def read_logistic(model: pm.Model, domains: Mapping[str, Domain]) -> _Logistic:
     for container, column, lo, hi, ball in columns:
         if ball is not None and any(f.container == container and f.column == column for f in features):
             # two coordinates equal to one Ball column leave the Ball (|a1 + a2| <= sqrt(2) ||(a1, a2)||)
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 f"column {column} of the Ball container {container!r} enters the logit twice; private Newton steps "
                 "bound a Ball's records by its radius over distinct columns: combine the two terms into one."
             )
@@ -336,18 +336,18 @@ class NoisyLogistic(NoisyStatistics):
 
     def __init__(self, model, *, stages: Sequence[tuple[float, float]] | None = None, **kwargs):
         if kwargs.get("delta", 0.0):
-            raise NotImplementedError("private Newton steps with delta > 0 are not implemented: use delta=0 (Laplace).")
+            raise PathNotImplementedError("private Newton steps with delta > 0 are not implemented: use delta=0 (Laplace).")
         if kwargs.get("weights") is not None:
-            raise NotImplementedError("weights= is not implemented for private Newton steps: their plan is stages=.")
+            raise PathNotImplementedError("weights= is not implemented for private Newton steps: their plan is stages=.")
         if describe_unit(kwargs.get("unit", "record"))["kind"] == "attribute":
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 "unit='attribute' is not implemented for private Newton steps: the score reads the outcome and every "
                 "covariate, so one container's change moves every statistic; use unit='record' or a Users unit."
             )
         self.stages = _check_stages(DEFAULT_STAGES if stages is None else stages)
         super().__init__(model, **kwargs)
         if any(is_dask(v) for v in self._values.values()):
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 "values= with Dask collections is not implemented for private Newton steps (each stage reads the data "
                 "again); pass NumPy arrays, which are summed in chunks of rows."
             )

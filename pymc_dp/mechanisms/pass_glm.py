@@ -69,7 +69,7 @@ from pytensor.tensor.random.basic import BernoulliRV, PoissonRV
 
 from pymc_dp.chunks import CHUNK_ROWS, is_dask
 from pymc_dp.domains import Domain, Integers
-from pymc_dp.exceptions import DomainError, UnsupportedFactorError
+from pymc_dp.exceptions import DomainError, PathNotImplementedError, UnsupportedFactorError
 from pymc_dp.mechanisms.logistic import is_logistic
 from pymc_dp.mechanisms.regression import private_factors, read_linear_predictor
 from pymc_dp.mechanisms.statistics import (
@@ -359,7 +359,7 @@ class PassGLM(NoisyStatistics):
         self._interval_arg = interval
         values = kwargs.get("values") or {}
         if any(is_dask(v) for v in values.values()):  # refuse before anything is charged
-            raise NotImplementedError(
+            raise PathNotImplementedError(
                 "values= with Dask collections is not implemented for PASS-GLM (its rows span several containers); "
                 "pass NumPy arrays, which are summed in chunks of rows."
             )
@@ -394,7 +394,7 @@ class PassGLM(NoisyStatistics):
         names = [n for n, *_ in glm.stats]
         containers = [glm.y] + sorted({f.container for f in glm.features})
         if any(is_dask(values[c]) for c in containers):
-            raise NotImplementedError("values= with Dask collections is not implemented for PASS-GLM; pass NumPy arrays.")
+            raise PathNotImplementedError("values= with Dask collections is not implemented for PASS-GLM; pass NumPy arrays.")
         arrays = {c: np.asarray(values[c]) for c in containers}
         n = len(arrays[glm.y])
         total = np.zeros(len(names))

@@ -22,7 +22,9 @@ import pymc_dp
 from pymc_dp import NoisyCounts
 from pymc_dp.mechanisms.counts import _compositions
 from pymc_dp.mechanisms.noise import discrete_laplace
+from pymc_dp.private_data import PrivateData
 from tests.models import chain_net, coin, dirichlet_categorical, naive_bayes
+from tests.typed_refusals import assert_typed_refusal
 
 
 def tiny_naive_bayes(n=3, m=2, classes=2, seed=0):
@@ -273,3 +275,14 @@ def test_routing_and_refusals():
         pymc_dp.noisy_statistics(coin()[0], epsilon=1.0, data=coin()[1], ledger=None).sample(0)
     with pytest.raises(TypeError, match="no MCMC.*tune"):
         pymc_dp.noisy_statistics(coin()[0], epsilon=1.0, data=coin()[1], ledger=None).sample(10, tune=100)
+
+
+def test_a_network_the_exact_posterior_does_not_implement_is_a_typed_refusal_and_charges_nothing(tmp_path):
+    """Called directly, noisy_statistics on a network deeper than one level refuses with a
+    PathNotImplementedError (a PrivacyError and a NotImplementedError) naming the variable."""
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite", epsilon=10.0)
+    model, domains = chain_net()
+    dataset = PrivateData.from_model(model, domains, "record").fingerprint
+    assert_typed_refusal(lambda: pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=ledger),
+                         kind=pymc_dp.PathNotImplementedError, match="'B'.*deeper than one level.*laplace_updates",
+                         ledger=ledger, dataset=dataset)

@@ -28,6 +28,8 @@ from pymc_dp.mechanisms.logistic import (
     score_information,
 )
 from pymc_dp.mechanisms.noise import continuous_laplace
+from pymc_dp.private_data import PrivateData
+from tests.typed_refusals import assert_typed_refusal
 
 DOMAINS = {"X": pymc_dp.Box(lo=[0.0, -2.0], hi=[1.0, 3.0]), "y": pymc_dp.Binary()}
 
@@ -94,6 +96,18 @@ def test_refusals():
             NoisyLogistic(two_covariates(), epsilon=1.0, data=DOMAINS, ledger=None, stages=bad)
     with pytest.raises(UnsupportedFactorError, match="refine"):
         pymc_dp.noisy_statistics(two_covariates(), epsilon=1.0, data=DOMAINS, ledger=None, refine=0.5)
+
+
+def test_an_option_the_newton_steps_do_not_implement_is_a_typed_refusal_and_charges_nothing(tmp_path):
+    """Called directly (not through make_private(path=...)), each option NoisyLogistic does not
+    implement is a PathNotImplementedError: a PrivacyError and a NotImplementedError."""
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite", epsilon=10.0)
+    model = two_covariates()
+    dataset = PrivateData.from_model(model, DOMAINS, "record").fingerprint
+    for kwargs, match in (({"delta": 1e-6}, "delta > 0.*delta=0"), ({"weights": {"a": 1.0}}, "weights=.*stages="),
+                          ({"unit": "attribute"}, "unit='attribute'.*unit='record'")):
+        assert_typed_refusal(lambda: pymc_dp.noisy_statistics(model, epsilon=1.0, data=DOMAINS, ledger=ledger, **kwargs),
+                             kind=pymc_dp.PathNotImplementedError, match=match, ledger=ledger, dataset=dataset)
 
 
 def test_noisy_statistics_routes_a_logistic_regression_here():

@@ -23,6 +23,8 @@ import pymc_dp
 from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.mechanisms.noise import continuous_laplace
 from pymc_dp.mechanisms.pass_glm import PassGLM, glm_statistics, pass_glm, quadratic_approximation, read_glm
+from pymc_dp.private_data import PrivateData
+from tests.typed_refusals import assert_typed_refusal
 
 
 def logistic(n=40, seed=0, lo=(0.0, -1.0), hi=(2.0, 3.0), coef=(0.3, 1.0, -0.5), prior_sd=1.5):
@@ -285,3 +287,16 @@ def test_noisy_statistics_and_recommend_take_pass_glm_for_a_poisson_regression()
     assert rec.path == "noisy_statistics" and "PASS-GLM" in rec.reason
     auto = pymc_dp.make_private(model, epsilon=2.0, draws=1, data=domains, ledger=None, path="auto")
     assert isinstance(auto, PassGLM) and auto.path_choice.path == "noisy_statistics"
+
+
+def test_dask_values_are_a_typed_refusal_and_charge_nothing(tmp_path):
+    """Called directly, PASS-GLM refuses Dask values= with a PathNotImplementedError (a
+    PrivacyError and a NotImplementedError) that names values= and says to pass NumPy arrays."""
+    da = pytest.importorskip("dask.array")
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite", epsilon=10.0)
+    model, domains = logistic()
+    dataset = PrivateData.from_model(model, domains, "record").fingerprint
+    values = {"X": da.from_array(np.asarray(model["X"].get_value()), chunks=10), "y": np.asarray(model["y"].get_value())}
+    assert_typed_refusal(lambda: pass_glm(model, epsilon=1.0, data=domains, values=values, ledger=ledger),
+                         kind=pymc_dp.PathNotImplementedError, match="values= with Dask.*NumPy arrays",
+                         ledger=ledger, dataset=dataset)
