@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 
+from pymc_dp.exceptions import PathNotImplementedError
+
 __all__ = ["location_constant", "metric_guarantee", "metric_statement", "FAMILIES"]
 
 #: location families with a closed-form constant
@@ -50,7 +52,8 @@ def location_constant(family: str, scale: float, theta: tuple[float, float], x: 
         return 1.0 / s
     if family == "Logistic":
         return math.tanh(reach / (2 * s)) / s if math.isfinite(reach) else 1.0 / s
-    raise NotImplementedError(f"no metric-DP constant for a {family} likelihood (location families: {list(FAMILIES)})")
+    raise PathNotImplementedError(f"family={family!r}: no metric-DP constant for this likelihood; use one of the location "
+                                  f"families {list(FAMILIES)}, or pymc_dp.make_private.")
 
 
 def metric_guarantee(constant: float, draws: int) -> dict:
@@ -66,6 +69,7 @@ def metric_guarantee(constant: float, draws: int) -> dict:
 def metric_statement(epsilon: float, metric: str = "abs") -> str:
     """The guarantee in its metric form, for reports."""
     if metric != "abs":
-        raise NotImplementedError(f"metric={metric!r}: only 'abs' (|x - x'| per record, summed over records)")
+        raise PathNotImplementedError(f"metric={metric!r} is not implemented: use metric='abs' (|x - x'| per record, summed "
+                                      "over records).")
     return (f"metric DP: P(B|x) <= exp({epsilon:.6g} * rho(x, x')) P(B|x') for all datasets x, x' and events B, "
             "rho(x, x') = sum_i |x_i - x'_i|")

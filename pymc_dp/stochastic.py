@@ -36,6 +36,7 @@ import numpy as np
 from scipy import special as sc
 
 from pymc_dp import accounting
+from pymc_dp.exceptions import PathNotImplementedError
 
 __all__ = [
     "stochastic_guarantee",
@@ -103,7 +104,8 @@ def outside_mass(family: str, params: dict, lower: float, upper: float) -> np.nd
         below = sc.gammainc(a, r * max(lo, 0.0))
         above = np.zeros_like(below) if math.isinf(hi) else sc.gammaincc(a, r * hi)
         return below + above
-    raise NotImplementedError(f"outside_mass: no closed form for a {family} posterior")
+    raise PathNotImplementedError(f"outside_mass: family={family!r} has no closed form here; give a Beta, Normal or Gamma "
+                                  "posterior (for other models use the truncated mode, pymc_dp.make_private).")
 
 
 def compose_approximate(epsilon_per_draw: float, delta_per_draw: float, draws: int, epsilon: float) -> float:
@@ -152,7 +154,8 @@ def hockey_sticks(family: str, px: dict, py: dict, epsilon: float) -> np.ndarray
     if family == "Normal":
         mx, sx, my, sy = arr(px, "mu"), arr(px, "sigma"), arr(py, "mu"), arr(py, "sigma")
         if not np.allclose(sx, sy, rtol=1e-12, atol=0):
-            raise NotImplementedError("hockey_stick: Normal posteriors of unequal sigma")
+            raise PathNotImplementedError("hockey_stick: the Normal posteriors px and py have unequal sigma; the closed form "
+                                          "needs one sigma (a posterior sd that does not depend on the data).")
         D, s = np.abs(mx - my), sx
         with np.errstate(divide="ignore", invalid="ignore"):
             h = sc.ndtr(D / (2 * s) - eps * s / D) - math.exp(eps) * sc.ndtr(-D / (2 * s) - eps * s / D)
@@ -160,7 +163,8 @@ def hockey_sticks(family: str, px: dict, py: dict, epsilon: float) -> np.ndarray
     if family == "Beta":
         ax, bx, ay, by = arr(px, "alpha"), arr(px, "beta"), arr(py, "alpha"), arr(py, "beta")
         if not np.allclose(ax + bx, ay + by, rtol=1e-12, atol=1e-12):
-            raise NotImplementedError("hockey_stick: Beta posteriors of unequal alpha + beta")
+            raise PathNotImplementedError("hockey_stick: the Beta posteriors px and py have unequal alpha + beta; the closed "
+                                          "form needs one total (neighbouring datasets of one size).")
         d = ax - ay
         c = sc.betaln(ay, by) - sc.betaln(ax, bx)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -171,7 +175,8 @@ def hockey_sticks(family: str, px: dict, py: dict, epsilon: float) -> np.ndarray
     if family == "Gamma":
         ax, rx, ay, ry = arr(px, "alpha"), arr(px, "rate"), arr(py, "alpha"), arr(py, "rate")
         if not np.allclose(rx, ry, rtol=1e-12, atol=0):
-            raise NotImplementedError("hockey_stick: Gamma posteriors of unequal rate")
+            raise PathNotImplementedError("hockey_stick: the Gamma posteriors px and py have unequal rate; the closed form "
+                                          "needs one rate (neighbouring datasets of one size).")
         d = ax - ay
         c = sc.gammaln(ay) - sc.gammaln(ax) + d * np.log(rx)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -179,7 +184,8 @@ def hockey_sticks(family: str, px: dict, py: dict, epsilon: float) -> np.ndarray
         p = np.where(d > 0, sc.gammaincc(ax, rx * t), sc.gammainc(ax, rx * t))
         q = np.where(d > 0, sc.gammaincc(ay, rx * t), sc.gammainc(ay, rx * t))
         return np.where(d == 0, 0.0, np.maximum(p - math.exp(eps) * q, 0.0))
-    raise NotImplementedError(f"hockey_stick: no closed form for {family} posteriors")
+    raise PathNotImplementedError(f"hockey_stick: family={family!r} has no closed form here; give a Beta, Normal or "
+                                  "Gamma posterior.")
 
 
 def neighbour_pairs(family: str, path: list[dict], n: int, record_range: float) -> tuple[dict, dict]:

@@ -11,6 +11,8 @@ import pymc_dp
 from pymc_dp.exceptions import BudgetExceededError, DomainError
 from pymc_dp.mechanisms.metric import metric_posterior
 from pymc_dp.metric import location_constant, metric_guarantee, metric_statement
+from pymc_dp.private_data import PrivateData
+from tests.typed_refusals import assert_typed_refusal
 
 LOGPDF = {
     "Normal": lambda x, mu, s: stats.norm.logpdf(x, mu, s),
@@ -109,3 +111,29 @@ def test_a_domain_that_declares_the_metric():
                     lambda: pymc_dp.noisy_statistics(_normal_mean(), epsilon=8.0, data={"x": dom}, ledger=None)):
         with pytest.raises(DomainError, match="metric_posterior"):
             release()
+
+
+def test_a_model_the_metric_release_does_not_implement_is_a_typed_refusal_and_charges_nothing(tmp_path):
+    """Called directly, metric_posterior refuses a Laplace likelihood and an Integers domain with a
+    PathNotImplementedError (a PrivacyError and a NotImplementedError) naming the variable and
+    what to use; the helpers refuse another family or metric the same way."""
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite", epsilon=10.0)
+    with pm.Model() as m:
+        xd = pm.Data("x", np.zeros(4))
+        mu = pm.Normal("mu", 0, 1)
+        pm.Laplace("obs", mu=mu, b=0.5, observed=xd)
+    domains = {"x": pymc_dp.Interval(-1, 1)}
+    dataset = PrivateData.from_model(m, domains, "record").fingerprint
+    assert_typed_refusal(lambda: metric_posterior(m, epsilon=8.0, draws=1, data=domains, ledger=ledger),
+                         kind=pymc_dp.PathNotImplementedError, match="'obs'.*L = 1/b = 2.*make_private",
+                         ledger=ledger, dataset=dataset)
+    with pm.Model() as counts:  # integer records: a Normal location, but no continuous domain
+        pm.Normal("obs", mu=pm.Normal("mu", 0, 1), sigma=1.0, observed=pm.Data("x", np.zeros(4)))
+    assert_typed_refusal(lambda: metric_posterior(counts, epsilon=8.0, draws=1, data={"x": pymc_dp.Integers(-1, 1)},
+                                                  ledger=ledger),
+                         kind=pymc_dp.PathNotImplementedError, match=r"data\['x'\] is Integers.*pymc_dp.Interval",
+                         ledger=ledger)
+    assert_typed_refusal(lambda: location_constant("Gamma", 1.0, (0, 1), (0, 1)), kind=pymc_dp.PathNotImplementedError,
+                         match="family='Gamma'.*Normal")
+    assert_typed_refusal(lambda: metric_statement(1.0, metric="sq"), kind=pymc_dp.PathNotImplementedError,
+                         match="metric='sq'.*metric='abs'")

@@ -11,6 +11,7 @@ from scipy import integrate, stats
 import pymc_dp
 from pymc_dp.exceptions import BudgetExceededError
 from pymc_dp.mechanisms.stochastic import stochastic_posterior
+from pymc_dp.private_data import PrivateData
 from pymc_dp.stochastic import (
     compose_approximate,
     exact_profile,
@@ -18,8 +19,10 @@ from pymc_dp.stochastic import (
     hockey_stick,
     hockey_sticks,
     neighbour_pairs,
+    outside_mass,
     stochastic_guarantee,
 )
+from tests.typed_refusals import assert_typed_refusal
 
 
 def _bernoulli_family(theta, log_prior, good, n):
@@ -217,3 +220,24 @@ def test_refusals():
         pm.Normal("obs", mu=mu, sigma=s, observed=xd)
     with pytest.raises(NotImplementedError, match="posterior mass outside Theta_L"):
         stochastic_posterior(m, epsilon=5.0, delta=0.1, draws=1, data={"x": pymc_dp.Interval(-1, 1)}, ledger=None)
+
+
+def test_a_model_the_stochastic_mode_does_not_implement_is_a_typed_refusal_and_charges_nothing(tmp_path):
+    """Called directly, stochastic_posterior refuses a model whose noise scale is free with a
+    PathNotImplementedError (a PrivacyError and a NotImplementedError) that says what to use
+    instead; the helpers refuse a family or a pair without a closed form the same way."""
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite", epsilon=10.0, delta=0.5)
+    with pm.Model() as m:
+        xd = pm.Data("x", np.zeros(5))
+        mu = pm.Normal("mu", 0, 1)
+        s = pm.HalfNormal("s", 1)
+        pm.Normal("obs", mu=mu, sigma=s, observed=xd)
+    domains = {"x": pymc_dp.Interval(-1, 1)}
+    dataset = PrivateData.from_model(m, domains, "record").fingerprint
+    assert_typed_refusal(lambda: stochastic_posterior(m, epsilon=5.0, delta=0.1, draws=1, data=domains, ledger=ledger),
+                         kind=pymc_dp.PathNotImplementedError, match="posterior mass outside Theta_L.*make_private",
+                         ledger=ledger, dataset=dataset)
+    assert_typed_refusal(lambda: outside_mass("StudentT", {}, -1.0, 1.0), kind=pymc_dp.PathNotImplementedError,
+                         match="family='StudentT'.*Beta, Normal or Gamma")
+    assert_typed_refusal(lambda: hockey_stick("Normal", {"mu": 0.0, "sigma": 1.0}, {"mu": 0.0, "sigma": 2.0}, 1.0),
+                         kind=pymc_dp.PathNotImplementedError, match="unequal sigma")

@@ -23,7 +23,7 @@ from pymc_dp.certification import check_budget, check_containers
 from pymc_dp.constraints import IntervalConstraint
 from pymc_dp.domains import Domain, Interval
 from pymc_dp.exact import conjugate_plan
-from pymc_dp.exceptions import BudgetExceededError, NotConjugateError
+from pymc_dp.exceptions import BudgetExceededError, NotConjugateError, PathNotImplementedError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.plan_release import release_plan_draws
@@ -54,10 +54,14 @@ class MetricPosterior(Mechanism):
         obs = [rv for rv in self.model.observed_RVs]
         free = list(self.model.free_RVs)
         if len(obs) != 1 or len(free) != 1 or len(self.domains) != 1:
-            raise NotImplementedError("metric_posterior: one free location parameter and one likelihood on one private container")
+            raise PathNotImplementedError(
+                f"metric_posterior: one free location parameter and one likelihood on one private container; the model "
+                f"has free RVs {[v.name for v in free]}, likelihoods {[v.name for v in obs]} and private containers "
+                f"{sorted(self.domains)}. Use pymc_dp.make_private for other models.")
         (name, dom), = self.domains.items()
         if not isinstance(dom, Interval):
-            raise NotImplementedError(f"metric DP needs a continuous Interval domain, not {dom}")
+            raise PathNotImplementedError(f"metric DP needs a continuous Interval domain: data[{name!r}] is {dom}; declare "
+                                          "pymc_dp.Interval(lo, hi), or use pymc_dp.make_private.")
         # the metric is |x - x'| per record; an Interval without metric= is read the same way
         # (the report states it), any other metric is refused by Interval itself
         rv, self.var, self.reads = obs[0], free[0].name, (name,)
@@ -67,19 +71,24 @@ class MetricPosterior(Mechanism):
         while loc.owner is not None and type(loc.owner.op).__name__ == "DimShuffle":  # mu broadcast to the data
             loc = loc.owner.inputs[0]
         if loc is not free[0]:
-            raise NotImplementedError("metric_posterior: the likelihood's location must be the free RV itself")
+            raise PathNotImplementedError(f"metric_posterior: the location of the likelihood {rv.name!r} must be the free RV "
+                                          f"{self.var!r} itself (no transformation or regression); use pymc_dp.make_private.")
         try:
             s = float(np.min(np.asarray(scale.eval())))  # the constant is largest at the smallest scale
         except Exception as err:  # a scale that reads a free RV
-            raise NotImplementedError("metric_posterior: the likelihood's scale must be a known constant") from err
+            raise PathNotImplementedError(f"metric_posterior: the scale of the likelihood {rv.name!r} must be a known constant "
+                                          "(it reads a free RV); fix the scale, or use pymc_dp.make_private.") from err
         self.family, self.scale = family, s
         L = float(epsilon) / (2 * self.draws)
         if family == "Laplace":
-            raise NotImplementedError(
-                f"Laplace location: L = 1/b = {mt.location_constant('Laplace', s, (0, 0), (dom.lo, dom.hi)):.6g} for every "
-                "mu (no truncation), but there is no exact sampler for it and the MCMC metric release is not wired")
+            laplace = mt.location_constant("Laplace", s, (0, 0), (dom.lo, dom.hi))
+            raise PathNotImplementedError(
+                f"the likelihood {rv.name!r} has a Laplace location: L = 1/b = {laplace:.6g} for every "
+                "mu (no truncation), but there is no exact sampler for it and the MCMC metric release is not wired; use a "
+                "Normal likelihood, or pymc_dp.make_private.")
         if family != "Normal":
-            raise NotImplementedError(f"metric_posterior: {family} likelihood (exact sampler for Normal only)")
+            raise PathNotImplementedError(f"metric_posterior: the likelihood {rv.name!r} is {family} (the exact sampler is for "
+                                          "a Normal likelihood only); use pymc_dp.make_private.")
         half = L * s**2
         lo, hi = float(dom.hi) - half, float(dom.lo) + half
         if not lo < hi:
@@ -93,7 +102,7 @@ class MetricPosterior(Mechanism):
         try:
             self.plan = conjugate_plan(self.model, (IntervalConstraint(self.var, lo, hi),), self.domains)
         except NotConjugateError as err:
-            raise NotImplementedError(f"metric_posterior needs a conjugate Normal prior on {self.var}: {err}") from err
+            raise PathNotImplementedError(f"metric_posterior needs a conjugate Normal prior on {self.var!r}: {err}") from err
         self.private_data = PrivateData.from_model(self.model, self.domains, self.unit)
         self.dataset_id = self.private_data.fingerprint
 

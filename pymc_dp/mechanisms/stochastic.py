@@ -42,7 +42,7 @@ from pymc_dp import stochastic as sl
 from pymc_dp.certification import certify, check_budget
 from pymc_dp.domains import Domain, Integers, Interval
 from pymc_dp.exact import conjugate_plan
-from pymc_dp.exceptions import BudgetExceededError, NotConjugateError
+from pymc_dp.exceptions import BudgetExceededError, NotConjugateError, PathNotImplementedError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model
 from pymc_dp.mechanisms.plan_release import release_plan_draws
@@ -57,7 +57,8 @@ MECHANISM = "posterior sampling, stochastic-Lipschitz (untruncated prior)"
 
 _GAP = ("the stochastic-Lipschitz mode needs sup over all datasets of the posterior mass outside Theta_L "
         "(docs/theory/stochastic_lipschitz.md); pymc_dp computes it exactly only for one scalar conjugate "
-        "parameter (Beta, Normal, Gamma prior) and one private container read by one factor. ")
+        "parameter (Beta, Normal, Gamma prior) and one private container read by one factor; for other models "
+        "use the truncated mode (pymc_dp.make_private). ")
 
 _FIXED = {"Beta": None, "Normal": "sigma", "Gamma": "rate"}
 
@@ -99,7 +100,7 @@ class StochasticPosterior(Mechanism):
         try:
             self.plan = conjugate_plan(self.model, (), self.domains)
         except NotConjugateError as err:
-            raise NotImplementedError(_GAP + f"Here: {err}") from err
+            raise PathNotImplementedError(_GAP + f"Here: {err}") from err
         self._check_structure(base)
         self.private_data = PrivateData.from_model(self.model, self.domains, self.unit)
         self.dataset_id = self.private_data.fingerprint
@@ -128,14 +129,14 @@ class StochasticPosterior(Mechanism):
     def _check_structure(self, base) -> None:
         parts = self.plan.parts
         if len(parts) != 1 or tuple(parts[0].shape) != () or parts[0].family not in _FIXED:
-            raise NotImplementedError(_GAP + f"Here: free RVs {list(self.plan.variables)}.")
+            raise PathNotImplementedError(_GAP + f"Here: free RVs {list(self.plan.variables)}.")
         if len(self.reads) != 1 or len(base.factors) != 1:
-            raise NotImplementedError(_GAP + f"Here: private containers {list(self.reads)}, factors "
+            raise PathNotImplementedError(_GAP + f"Here: private containers {list(self.reads)}, factors "
                                       f"{[f.name for f in base.factors]}.")
         dom = self.domains[self.reads[0]]
         ok = isinstance(dom, Interval) if parts[0].family == "Normal" else isinstance(dom, Integers)
         if not ok:
-            raise NotImplementedError(_GAP + f"Here: a {parts[0].family} posterior with domain {dom}.")
+            raise PathNotImplementedError(_GAP + f"Here: a {parts[0].family} posterior with data[{self.reads[0]!r}] = {dom}.")
         self.var, self.family = parts[0].name, parts[0].family
 
     def _posterior(self, x: np.ndarray) -> dict:
@@ -150,24 +151,24 @@ class StochasticPosterior(Mechanism):
         lo, hi = n * float(dom.lo), n * float(dom.hi)
         sums = [lo, hi] if self.family == "Normal" else list(np.arange(round(lo), round(hi) + 1))
         if len(sums) > 200_000:
-            raise NotImplementedError(_GAP + f"Here: {len(sums)} values of the sufficient statistic.")
+            raise PathNotImplementedError(_GAP + f"Here: {len(sums)} values of the sufficient statistic.")
         ends = [self._posterior(_dataset(dom, n, s, shape)) for s in (lo, hi)]
         mid = 0.5 * (lo + hi) if self.family == "Normal" else float(round(0.5 * (lo + hi)))
         a = self._posterior(_dataset(dom, n, mid, shape))
         b = self._posterior(_dataset(dom, n, mid, shape)[::-1].copy() if len(shape) == 1 else _dataset(dom, n, mid, shape))
         moving = "mu" if self.family == "Normal" else "alpha"
         if not np.allclose(a[moving], b[moving], rtol=1e-12):
-            raise NotImplementedError(_GAP + "Here: the posterior depends on more than the sum of the records.")
+            raise PathNotImplementedError(_GAP + "Here: the posterior depends on more than the sum of the records.")
         t = (mid - lo) / (hi - lo)
         if not np.allclose(a[moving], (1 - t) * ends[0][moving] + t * ends[1][moving], rtol=1e-9):
-            raise NotImplementedError(_GAP + "Here: the posterior is not affine in the sum of the records.")
+            raise PathNotImplementedError(_GAP + "Here: the posterior is not affine in the sum of the records.")
         fixed = [k for k in ("beta", "sigma", "rate") if k in a]
         if self.family == "Beta":
             total = ends[0]["alpha"] + ends[0]["beta"]
             return [{"alpha": ends[0]["alpha"] + (s - lo), "beta": total - ends[0]["alpha"] - (s - lo)} for s in sums]
         for k in fixed:
             if not np.allclose(ends[0][k], ends[1][k], rtol=1e-12):
-                raise NotImplementedError(_GAP + f"Here: the posterior's {k} depends on the data.")
+                raise PathNotImplementedError(_GAP + f"Here: the posterior's {k} depends on the data.")
         if self.family == "Gamma":
             return [{"alpha": ends[0]["alpha"] + (s - lo), "rate": ends[0]["rate"]} for s in sums]
         return ends
@@ -180,7 +181,7 @@ class StochasticPosterior(Mechanism):
             return None
         cons = [c for c in cert.constraints if getattr(c, "var", None) == self.var]
         if len(cons) != 1 or len(cert.constraints) != 1 or not hasattr(cons[0], "lower"):
-            raise NotImplementedError(_GAP + f"Here: the region is {cert.constraints}.")
+            raise PathNotImplementedError(_GAP + f"Here: the region is {cert.constraints}.")
         lower = -math.inf if cons[0].lower is None else float(cons[0].lower)
         upper = math.inf if cons[0].upper is None else float(cons[0].upper)
         eta = max(float(np.max(sl.outside_mass(self.family, p, lower, upper))) for p in path)
