@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from pymc_dp import accounting
+from pymc_dp.exceptions import RegionNotImplementedError
 
 __all__ = [
     "plot_epsilon_vs_draws",
@@ -482,7 +483,9 @@ def _truncation_panels(pmod, var_names, bins) -> list[_Panel]:
         elif isinstance(c, (NormBallConstraint, PotentialConstraint)):
             others.append(c)
         else:  # a new kind of constraint must say how it is drawn, not vanish from the figure
-            raise NotImplementedError(f"plot_truncation cannot draw a {type(c).__name__} ({c.describe()}) yet.")
+            raise RegionNotImplementedError(
+                f"plot_truncation cannot draw a {type(c).__name__} ({c.describe()}) of the model's truncation region "
+                "yet; read that constraint from the privacy report (pymc_dp.report) instead.")
     panels = []
     for c in elementwise:
         panels.extend(_element_panels(pmod, c, bins))

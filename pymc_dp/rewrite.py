@@ -41,9 +41,9 @@ from pytensor.graph.basic import clone_get_equiv
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp.constraints import NormBallConstraint, PotentialConstraint, box_of
-from pymc_dp.exceptions import UnsupportedFactorError
+from pymc_dp.exceptions import RegionNotImplementedError, UnsupportedFactorError
 
-__all__ = ["rewrite_model", "rebuild_model", "AUX_SUFFIXES"]
+__all__ = ["rewrite_model", "rebuild_model", "without_initvals", "AUX_SUFFIXES"]
 
 #: names of the auxiliary variables the polar reparametrisation adds (never released)
 AUX_SUFFIXES = ("__dp_direction", "__dp_radius", "__dp_polar")
@@ -89,7 +89,7 @@ def rebuild_model(fgraph) -> pm.Model:
 
 
 @contextlib.contextmanager
-def _without_initvals(model):
+def without_initvals(model):
     """``fgraph_from_model`` refuses user initvals; lift them for the conversion and put them back."""
     saved = dict(model.rvs_to_initial_values)
     try:
@@ -115,7 +115,7 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         Factor name -> its per-record Lipschitz expression in ``model``'s variables (for
         potentials).
     """
-    with _without_initvals(model) as user_initvals:
+    with without_initvals(model) as user_initvals:
         fgraph, memo = fgraph_from_model(model)
     nodes = {
         node.outputs[0].name: node for node in fgraph.apply_nodes if isinstance(node.op, ModelFreeRV)
@@ -135,8 +135,9 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
         elif isinstance(c, NormBallConstraint):
             prev = balls.get(c.var)
             if prev is not None and prev.weights != c.weights:
-                raise NotImplementedError(
-                    f"two different norm balls on {c.var!r}; pymc_dp cannot intersect them yet"
+                raise RegionNotImplementedError(
+                    f"two different norm balls on {c.var!r}; pymc_dp cannot intersect them yet. Give {c.var!r} one "
+                    "norm-ball bound (bounds=), or truncate it to a box instead."
                 )
             if prev is None or c.radius < prev.radius:
                 balls[c.var] = c
@@ -144,7 +145,9 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
             potentials.append(c)
     both = set(intervals) & set(balls)
     if both:
-        raise NotImplementedError(f"{sorted(both)} would need both an interval and a norm ball")
+        raise RegionNotImplementedError(
+            f"{sorted(both)} would need both an interval and a norm ball, which pymc_dp cannot carry in one "
+            "transform yet; bound each of them by one kind only (bounds=: a box, or a norm ball).")
 
     replacements = []
     initvals: dict[str, np.ndarray] = {}
@@ -187,9 +190,10 @@ def rewrite_model(model, constraints, ctx, factor_lipschitz: dict) -> tuple[pm.M
                 start = _interval_initval(lo, hi, ctx.draws[name])
                 initvals[name] = _strictly_increasing(start, lo, hi)
             else:
-                raise NotImplementedError(
+                raise RegionNotImplementedError(
                     f"{name!r} is an ordered vector whose elementwise truncation boxes overlap and differ; "
-                    "pymc_dp cannot keep both the order and the boxes in one transform"
+                    f"pymc_dp cannot keep both the order and the boxes in one transform. Give {name!r} one interval "
+                    "for every element (bounds=), or boxes that do not overlap."
                 )
         else:
             initvals[name] = _interval_initval(lo, hi, ctx.draws[name])

@@ -355,3 +355,23 @@ def test_truncation_of_a_far_upper_tail_states_its_exact_mass():
     (ax,) = np.atleast_1d(plots.plot_truncation(pmod))
     exact = stats.norm(0, 0.5).sf(4.33846) - stats.norm(0, 0.5).sf(5.56508)
     assert f"prior mass kept {exact:.3g} (exact" in ax.get_title()
+
+
+def test_truncation_refuses_a_constraint_it_cannot_draw_with_a_typed_error(nb):
+    """A kind of constraint plot_truncation does not know is a RegionNotImplementedError (a
+    PrivacyError and a NotImplementedError) naming the constraint, never a missing panel."""
+    import copy
+    import types
+
+    from tests.typed_refusals import assert_typed_refusal
+
+    class Halfspace:  # a constraint kind no panel is written for
+        var = "p"
+
+        def describe(self):
+            return "p . u <= 1"
+
+    pmod = copy.copy(nb[0])
+    pmod.certification = types.SimpleNamespace(constraints=(*nb[0].certification.constraints, Halfspace()))
+    assert_typed_refusal(lambda: plots.plot_truncation(pmod), kind=pymc_dp.RegionNotImplementedError,
+                         match=r"cannot draw a Halfspace \(p \. u <= 1\).*pymc_dp.report")

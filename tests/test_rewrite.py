@@ -373,3 +373,24 @@ def test_bounds_on_a_factor_whose_observed_value_is_public_is_refused_typed():
     with pytest.raises(pymc_dp.UnsupportedFactorError, match=r"'obs' reads private data 'x' only through its parameters"):
         pymc_dp.make_private(model, epsilon=50.0, draws=3, data={"x": pymc_dp.Interval(-1, 1)},
                              ledger=None, bounds={"w": (-2.0, 2.0)})
+
+
+def test_a_region_the_rewrite_cannot_carry_is_a_typed_refusal():
+    """An interval and a norm ball on one parameter, or two different norm balls, are refused with
+    a RegionNotImplementedError (a PrivacyError and a NotImplementedError) naming the parameter."""
+    from pymc_dp.constraints import IntervalConstraint, NormBallConstraint
+    from pymc_dp.factors import find_factors
+    from pymc_dp.region_context import RegionContext
+    from pymc_dp.rewrite import rewrite_model
+    from tests.typed_refusals import assert_typed_refusal
+
+    model, domains = _deterministic_utility_with_a_zeros_like_reference()
+    (factor,) = find_factors(model, {v: v.name for v in model.data_vars}, domains)
+    ctx = RegionContext(model, domains, {"w": np.zeros((1, 2))})
+    lipschitz = {"obs": factor.lipschitz(domains)}
+    for constraints, match in (
+        ([IntervalConstraint("w", -1.0, 1.0), NormBallConstraint("w", 1.0)], r"\['w'\].*interval and a norm ball.*bounds="),
+        ([NormBallConstraint("w", 1.0), NormBallConstraint("w", 1.0, (1.0, 2.0))], "two different norm balls on 'w'.*one"),
+    ):
+        assert_typed_refusal(lambda: rewrite_model(model, constraints, ctx, lipschitz),
+                             kind=pymc_dp.RegionNotImplementedError, match=match)
