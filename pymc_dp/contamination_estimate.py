@@ -46,6 +46,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
 from pymc_dp.domains import Interval
+from pymc_dp.exceptions import EstimateNotImplementedError
 from pymc_dp.rules import rule_info
 from pymc_dp.rules.contamination import CONTAMINANTS, Contaminant, contaminant_of
 
@@ -116,15 +117,16 @@ def _public_array(var, what: str) -> np.ndarray:
     bad = [v for v in ancestors([var]) if (v.owner is None and not isinstance(v, Constant)
                                             and not isinstance(v.type, RandomType)) or isinstance(v, SharedVariable)]
     if bad:
-        raise NotImplementedError(f"estimate_epsilon: {what} must be a public number (it reads {bad}); a free or "
-                                  "data-dependent scale is not supported.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: {what} must be a public number (it reads {bad}); a free or "
+                                          "data-dependent scale is not supported: give it as a number in the model.")
     return np.asarray(var.eval(), float)
 
 
 def _public_number(var, what: str) -> float:
     value = _public_array(var, what)
     if value.size == 0 or not np.all(value == value.reshape(-1)[0]):
-        raise NotImplementedError(f"estimate_epsilon: {what} must be one number, got {value!r}.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: {what} must be one number, got {value!r}: give one number "
+                                          "for every element.")
     return float(value.reshape(-1)[0])
 
 
@@ -134,45 +136,50 @@ def _read_model(model: pm.Model) -> tuple[float, float, Contaminant, str, Any]:
     Read from the graph (the factor ``pymc_dp.contaminate`` builds: ``Mixture(w=[1 - p, p],
     [Normal(mu, sigma), g])``), never from a data container: only constants are evaluated."""
     if not isinstance(model, pm.Model):
-        raise NotImplementedError(f"estimate_epsilon: expected a model returned by pymc_dp.contaminate, got "
-                                  f"{type(model).__name__}.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: expected a model returned by pymc_dp.contaminate, got "
+                                          f"{type(model).__name__}: build it with pymc_dp.contaminate(model, p=...).")
     if len(model.observed_RVs) != 1:
-        raise NotImplementedError(f"estimate_epsilon: one contaminated factor only (the 1-d location model); the "
-                                  f"model has {[rv.name for rv in model.observed_RVs]}.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: one contaminated factor only (the 1-d location model); the "
+                                          f"model has {[rv.name for rv in model.observed_RVs]}: contaminate one factor of a "
+                                          "one-factor model.")
     obs = model.observed_RVs[0]
     name = obs.name
     if not isinstance(obs.owner.op, MixtureRV):
-        raise NotImplementedError(f"estimate_epsilon: factor {name!r} is not contaminated (build the model with "
-                                  "pymc_dp.contaminate); Algorithm 1 is defined for the contaminated likelihood.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: factor {name!r} is not contaminated (build the model with "
+                                          "pymc_dp.contaminate); Algorithm 1 is defined for the contaminated likelihood.")
     weights, *comps = obs.owner.op.dist_params(obs.owner)
     if len(comps) != 2 or not all(c.owner is not None and isinstance(c.owner.op, RandomVariable) for c in comps):
-        raise NotImplementedError(f"estimate_epsilon: factor {name!r} must mix two components (Normal, g).")
+        raise EstimateNotImplementedError(f"estimate_epsilon: factor {name!r} must mix two components (Normal, g): build "
+                                          "it with pymc_dp.contaminate.")
     w = _public_array(weights, f"factor {name!r}'s mixture weights").reshape(-1, 2)
     if not (np.all(w == w[0]) and math.isclose(w[0].sum(), 1.0, rel_tol=1e-12) and 0.0 < w[0, 1] < 1.0):
-        raise NotImplementedError(f"estimate_epsilon: factor {name!r}'s weights must be one constant [1 - p, p].")
+        raise EstimateNotImplementedError(f"estimate_epsilon: factor {name!r}'s weights must be one constant [1 - p, p]: "
+                                          "build it with pymc_dp.contaminate(model, p=...).")
     p = float(w[0, 1])
     normal, gvar = comps
     info = rule_info(gvar.owner.op)
     if not isinstance(normal.owner.op, NormalRV) or info is None or info.family not in CONTAMINANTS:
-        raise NotImplementedError(f"estimate_epsilon: factor {name!r} must be (1 - p) Normal(mu, sigma) + p g with g "
-                                  f"one of {list(CONTAMINANTS)}.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: factor {name!r} must be (1 - p) Normal(mu, sigma) + p g with g "
+                                          f"one of {list(CONTAMINANTS)}.")
     g = contaminant_of(info.family, {pn: _public_number(v, f"g's {pn}")
                                      for pn, v in zip(info.param_names, gvar.owner.op.dist_params(gvar.owner))})
     if len(model.free_RVs) != 1 or model.potentials or model.deterministics:
-        raise NotImplementedError(f"estimate_epsilon: one free location only (the 1-d location model); the model "
-                                  f"has free RVs {[rv.name for rv in model.free_RVs]}, potentials or deterministics.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: one free location only (the 1-d location model); the model "
+                                          f"has free RVs {[rv.name for rv in model.free_RVs]}, potentials or deterministics; "
+                                          "remove all but the location.")
     loc = model.free_RVs[0]
     mu_param, sigma_param = normal.owner.op.dist_params(normal.owner)
     if _strip(mu_param) is not loc:
-        raise NotImplementedError(f"estimate_epsilon: factor {name!r}'s Normal location must be the free RV "
-                                  f"{loc.name!r} itself (no transformation or regression).")
+        raise EstimateNotImplementedError(f"estimate_epsilon: factor {name!r}'s Normal location must be the free RV "
+                                          f"{loc.name!r} itself (no transformation or regression).")
     sigma = _public_number(sigma_param, f"factor {name!r}'s Normal sigma")
     params = loc.owner.op.dist_params(loc.owner)
     if any(isinstance(v, SharedVariable) or (v.owner is None and not isinstance(v, Constant)
                                              and not isinstance(v.type, RandomType)) for v in ancestors(params)):
-        raise NotImplementedError(f"estimate_epsilon: the prior of {loc.name!r} must have public numeric parameters.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: the prior of {loc.name!r} must have public numeric "
+                                          "parameters: give them as numbers.")
     if loc.type.ndim != 0:
-        raise NotImplementedError(f"estimate_epsilon: {loc.name!r} must be a scalar location.")
+        raise EstimateNotImplementedError(f"estimate_epsilon: {loc.name!r} must be a scalar location (drop shape=).")
     value = pt.dvector("theta")
     logp = pm.logp(loc, value)  # the prior alone: no observed factor, no container in its graph
     prior = pytensor.function([value], logp, mode="FAST_COMPILE")
@@ -201,7 +208,8 @@ def _simulate(rng, n, theta, sigma, p, g: Contaminant, lo, hi) -> np.ndarray:
         ok = (draw >= lo) & (draw <= hi)
         out[todo[ok]] = draw[ok]
         todo = todo[~ok]
-    raise NotImplementedError("estimate_epsilon: the domain holds too little of the model's mass to simulate from.")
+    raise EstimateNotImplementedError("estimate_epsilon: domain= holds too little of the model's mass at theta_star to "
+                                      "simulate from: widen domain=, or move theta_star inside it.")
 
 
 class _Lik:
@@ -304,18 +312,18 @@ def estimate_epsilon(model: pm.Model, *, theta_star: Mapping[str, float] | float
 
     Raises
     ------
-    NotImplementedError
-        A model outside the 1-d contaminated Normal location model (what is missing is named), or
-        a variant other than ``"fixed"``.
+    EstimateNotImplementedError
+        (a ``PrivacyError`` and a ``NotImplementedError``) A model outside the 1-d contaminated
+        Normal location model (what is missing is named), or a variant other than ``"fixed"``.
     """
     if variant not in VARIANTS:
-        raise NotImplementedError(f"estimate_epsilon: variant={variant!r} is not implemented; use {list(VARIANTS)} "
-                                  "('free' and 'joint' of docs/theory/contamination.md are not written yet).")
+        raise EstimateNotImplementedError(f"estimate_epsilon: variant={variant!r} is not implemented; use {list(VARIANTS)} "
+                                          "('free' and 'joint' of docs/theory/contamination.md are not written yet).")
     p, sigma, g, name, prior = _read_model(model)
     if isinstance(theta_star, Mapping):
         if set(theta_star) != {name}:
-            raise NotImplementedError(f"estimate_epsilon: theta_star must give the location {name!r} only, got "
-                                      f"{sorted(theta_star)}.")
+            raise EstimateNotImplementedError(f"estimate_epsilon: theta_star must give the location {name!r} only, got "
+                                              f"{sorted(theta_star)}.")
         theta_star = theta_star[name]
     theta_star = float(theta_star)
     if not (isinstance(n, numbers.Integral) and n >= 2 and isinstance(n_datasets, numbers.Integral)

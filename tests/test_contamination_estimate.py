@@ -106,6 +106,25 @@ def test_refuses_models_outside_the_1d_contaminated_location_model():
         estimate_epsilon("model", theta_star=0.0, n=50)
 
 
+def test_its_refusals_are_typed_privacy_errors_that_are_not_implemented_errors():
+    """Called directly, estimate_epsilon refuses a variant, a model or a domain it does not
+    implement with an EstimateNotImplementedError (a PrivacyError and a NotImplementedError) that
+    names what is missing and says what to do."""
+    from tests.typed_refusals import assert_typed_refusal
+
+    y = np.zeros(5)
+    with pm.Model() as clean:
+        pm.Normal("obs", pm.Normal("mu", 0, 10), 1.0, observed=pm.Data("y", y))
+    for call, match in (
+        (lambda: estimate_epsilon(_cmodel(), theta_star=0.0, n=50, n_datasets=1, variant="free"), "variant='free'.*use"),
+        (lambda: estimate_epsilon(clean, theta_star=0.0, n=50), "factor 'obs' is not contaminated.*pymc_dp.contaminate"),
+        (lambda: estimate_epsilon("model", theta_star=0.0, n=50), "expected a model.*build it with pymc_dp.contaminate"),
+        (lambda: estimate_epsilon(_cmodel(), theta_star=0.0, n=50, n_datasets=1, domain=(100.0, 101.0), random_seed=0),
+         "domain= holds too little.*widen domain="),
+    ):
+        assert_typed_refusal(call, kind=pdp.EstimateNotImplementedError, match=match)
+
+
 # --------------------------------------------------------------------------- refused as a budget
 @pytest.mark.parametrize("which", ["object", "epsilon"])
 def test_refused_as_a_budget_everywhere(est, which, tmp_path):
