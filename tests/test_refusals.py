@@ -705,3 +705,80 @@ def test_a_poisson_regression_refused_by_pass_glm_hears_pass_glm_s_reason():
     result = run_one(4, profile="paths", timeout_s=600, mode="paths")
     assert result.status == "refused", result.message
     assert "PASS-GLM" in result.message and "x1_data" in result.message and "Binary()" in result.message
+
+
+# --------------------------------------------------------------------------- no bare NotImplementedError
+#: the only ``raise NotImplementedError`` left in pymc_dp: abstract methods and internal entry points
+#: that no user call reaches. Every refusal of a user's model, option or data raises a typed error
+#: of pymc_dp.exceptions that is also a NotImplementedError (PathNotImplementedError,
+#: RegionNotImplementedError, EstimateNotImplementedError), so ``except pymc_dp.PrivacyError``
+#: catches it whether the mechanism is called directly or through make_private(path=...).
+BARE_NOT_IMPLEMENTED_ALLOWED = {
+    ("pymc_dp/units.py", "Unit.lift"): "abstract: Record, Attribute and Users override it",
+    ("pymc_dp/units.py", "Unit.equal_split"): "abstract: Record, Attribute and Users override it",
+    ("pymc_dp/domains.py", "Domain._contains"): "abstract: every Domain subclass overrides it",
+    ("pymc_dp/domains.py", "Domain.to_dict"): "abstract: every Domain subclass overrides it",
+    ("pymc_dp/exact/samplers.py", "ScalarFamily.cdf"): "abstract interface of the exact samplers' families",
+    ("pymc_dp/exact/samplers.py", "ScalarFamily.median"): "abstract interface of the exact samplers' families",
+    ("pymc_dp/exact/samplers.py", "ScalarFamily.tail_below"): "abstract interface of the exact samplers' families",
+    ("pymc_dp/mechanisms/updates.py", "PosteriorUpdates._noisy_parameters"): "abstract: each updates mechanism overrides it",
+    ("pymc_dp/mechanisms/updates.py", "PosteriorUpdates._public"): "abstract: each updates mechanism overrides it",
+    ("pymc_dp/mechanisms/map.py", "_TemperedEngine.with_data"): "internal engine; users call PrivateMAP.with_data",
+}
+
+#: bare refusals not converted yet, with how many each function may still hold (it may only shrink):
+#: these two modules were being edited in another session when the rest were converted.
+BARE_NOT_IMPLEMENTED_PENDING = {
+    ("pymc_dp/mechanisms/regression.py", "NoisyRegression.__init__"): 1,  # Dask values=: PathNotImplementedError
+    ("pymc_dp/mechanisms/regression.py", "NoisyRegression._true_statistics"): 1,  # Dask values=: PathNotImplementedError
+    ("pymc_dp/mechanisms/refined.py", "RefinedRegression.__init__"): 2,  # refine= with delta > 0 / unit='attribute'
+}
+
+
+def _bare_not_implemented_sites() -> dict[tuple[str, str], int]:
+    """``(path, qualified function) -> count`` of ``raise NotImplementedError`` (bare or called) in pymc_dp."""
+    import ast
+    from collections import Counter
+
+    package = Path(pymc_dp.__file__).parent
+    found: Counter = Counter()
+
+    def visit(node, path, scope):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, path, scope + (child.name,))
+                continue
+            if isinstance(child, ast.Raise) and child.exc is not None:
+                exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+                if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                    found[(path, ".".join(scope))] += 1
+            visit(child, path, scope)
+
+    for file in sorted(package.rglob("*.py")):
+        visit(ast.parse(file.read_text()), f"pymc_dp/{file.relative_to(package).as_posix()}", ())
+    return dict(found)
+
+
+def test_no_refusal_is_a_bare_not_implemented_error():
+    sites = _bare_not_implemented_sites()
+    assert sites, "the scan found no raise at all: it is broken"
+    bare = {site: n for site, n in sites.items()
+            if site not in BARE_NOT_IMPLEMENTED_ALLOWED and n > BARE_NOT_IMPLEMENTED_PENDING.get(site, 0)}
+    assert not bare, (
+        f"bare `raise NotImplementedError` in {sorted(bare)}: a refusal must raise a typed error of pymc_dp.exceptions "
+        "that is also a NotImplementedError (PathNotImplementedError for a path that does not implement an option, "
+        "RegionNotImplementedError, EstimateNotImplementedError, or a new subclass), naming the variable and what to do. "
+        "A genuine abstract method goes into BARE_NOT_IMPLEMENTED_ALLOWED with its reason.")
+    stale = sorted(site for site in BARE_NOT_IMPLEMENTED_ALLOWED if site not in sites)
+    assert not stale, f"allowed sites that no longer raise NotImplementedError: remove {stale} from the allow-list"
+
+
+def test_the_bare_not_implemented_scan_finds_a_bare_raise(tmp_path, monkeypatch):
+    """The guard above can fail: a module with a bare raise outside the allow-list is reported."""
+    package = tmp_path / "pymc_dp"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "units.py").write_text("class Unit:\n    def lift(self):\n        raise NotImplementedError\n")
+    (package / "mech.py").write_text("def refuse(x):\n    if x:\n        raise NotImplementedError(f'x={x!r}')\n")
+    monkeypatch.setattr(pymc_dp, "__file__", str(package / "__init__.py"))
+    assert _bare_not_implemented_sites() == {("pymc_dp/units.py", "Unit.lift"): 1, ("pymc_dp/mech.py", "refuse"): 1}
