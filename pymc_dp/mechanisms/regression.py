@@ -100,6 +100,21 @@ def _product_span(a: tuple[float, float], b: tuple[float, float]) -> float:
     return max(corners) - min(corners)
 
 
+def _matvec(A, x):
+    """``A @ x`` for a small matrix, as an elementwise product and a sum.
+
+    PyTensor compiles ``dot`` to BLAS ops (Gemv, Ger, Dot22) that run in Python where it links no
+    BLAS (pip installs, its warning at import), about 4 us each per gradient evaluation; the
+    elementwise form compiles to C. For the ``D <= ~12`` columns of a regression's design the
+    arithmetic is negligible either way."""
+    return pt.sum(A * x[None, :], axis=1)
+
+
+def _gram(A):
+    """``A @ A.T`` for a small matrix, without BLAS ops (see :func:`_matvec`)."""
+    return pt.sum(A[:, None, :] * A[None, :, :], axis=2)
+
+
 def _spans(features: Sequence[_Feature], intercept: bool, y: tuple[float, float], yname: str, ylabel: str | None = None) -> list[tuple]:
     """``(name, span, containers read, term)`` of every released statistic, in release order:
     ``sum x_j`` (with an intercept), ``sum x_j x_k`` (``j <= k``), ``sum x_j y``, ``sum y`` (with an
@@ -320,6 +335,11 @@ class NoisyRegression(NoisyStatistics):
 
     algorithm = ("noise-aware inference on Laplace-noised sufficient statistics of a linear regression "
                  "(Bernstein & Sheldon 2019)")
+    #: a dense mass matrix: ``Z'y`` pins ``L_Z'w + sigma u`` and ``y'y`` pins ``sigma^2 q``, so ``(w, u)`` and
+    #: ``(log sigma, log q)`` lie on ridges that a diagonal adaptation crosses in long trajectories (issue 33
+    #: item 4: mean tree depth 6.7 on the gallery's linear model at epsilon = 10, 4.0 with this;
+    #: docs/mechanisms.md). ``init=`` overrides it.
+    default_init = "jitter+adapt_full"
 
     def __init__(self, model, **kwargs):
         super().__init__(model, **kwargs)
@@ -393,7 +413,7 @@ class NoisyRegression(NoisyStatistics):
             sigma = pt.reshape(rest[-1], ())
             if reg.intercept:  # the offset of the centred model: a + c b - c_y
                 centers = np.array([f.center for f in reg.features])
-                shift = pt.concatenate(w) @ centers - reg.y_center if np.any(centers) or reg.y_center else 0.0
+                shift = pt.sum(pt.concatenate(w) * centers) - reg.y_center if np.any(centers) or reg.y_center else 0.0
                 w = [pt.reshape(rest[0] + shift, (1,))] + w
             w = pt.concatenate(w)
             lo = np.array([f.lo for f in reg.features])
@@ -410,30 +430,32 @@ class NoisyRegression(NoisyStatistics):
                 low = pt.concatenate([mean[:, None], chol], axis=1)
                 L = math.sqrt(n) * pt.concatenate([top, low], axis=0)
             else:
-                L = pt.linalg.cholesky(n * (pt.outer(mean, mean) + chol @ chol.T))
-            S = L @ L.T
+                L = pt.linalg.cholesky(n * (pt.outer(mean, mean) + _gram(chol)))
+            S = _gram(L)
             u = pm.Normal(f"{prefix}u", 0.0, 1.0, shape=D)
             # the residual sum of squares sigma^2 q, q ~ chi2(n - D) independent of sigma: written as
             # RSS ~ Gamma(rate 1 / (2 sigma^2)) it makes a funnel in (log sigma, log RSS) as sigma -> 0,
             # which NUTS under-explores (divergences, a biased sigma; benchmarks/results/calibration.md)
             rss = sigma**2 * pm.ChiSquared(f"{prefix}q", nu=n - D)
-            Lu = L @ u
-            Szy = S @ w + sigma * Lu
-            Syy = w @ S @ w + 2.0 * sigma * (w @ Lu) + sigma**2 * (u @ u) + rss
-            latent = []
+            # v = L_Z'w + sigma u: Z'y = L_Z v and y'y = v'v + RSS, the same numbers as Z'Z w + sigma L_Z u and
+            # w'Z'Z w + 2 sigma w'L_Z u + sigma^2 u'u + RSS, in two small products instead of five
+            v = _matvec(L.T, w) + sigma * u
+            Szy = _matvec(L, v)
+            Syy = pt.sum(v * v) + rss
+            # the latent statistics in release order, gathered by two constant indices: one scalar
+            # Subtensor per entry costs a full-matrix IncSubtensor per entry in the gradient (65 of
+            # them for 10 covariates, the most expensive ops of the evaluation)
             off = int(reg.intercept)
-            if reg.intercept:
-                latent += [S[0, 1 + j] for j in range(F)]
-            latent += [S[off + j, off + k] for j, k in itertools.combinations_with_replacement(range(F), 2)]
-            latent += [Szy[off + j] for j in range(F)]
-            if reg.intercept:
-                latent.append(Szy[0])
-            latent.append(Syy)
+            pairs = ([(0, 1 + j) for j in range(F)] if reg.intercept else []) + [
+                (off + j, off + k) for j, k in itertools.combinations_with_replacement(range(F), 2)]
+            flat = np.array([j * D + k for j, k in pairs], dtype=np.int64)
+            zy = np.array([off + j for j in range(F)] + ([0] if reg.intercept else []), dtype=np.int64)
+            latent = pt.concatenate([pt.reshape(S, (D * D,))[flat], Szy[zy], pt.reshape(Syy, (1,))])
             names = [n_ for n_, *_ in reg.stats]
             # the released numbers as data: a release of the same shapes compiles to the same graph
             # (PyTensor's cache), and they stay visible as what the posterior conditions on
             noisy = pm.Data(f"{prefix}released", np.array([released[k] for k in names]))
-            observe_noisy(f"{prefix}noisy", pt.stack(latent), np.array([self.noise_scales[k] for k in names]), noisy, self.noise)
+            observe_noisy(f"{prefix}noisy", latent, np.array([self.noise_scales[k] for k in names]), noisy, self.noise)
             preprocessing = self._observe_preprocessing(prefix, S, Szy, Syy, n)
             self._observe_more(prefix, S, Szy, Syy)
         self.laws = {reg.factor: (

@@ -161,6 +161,84 @@ def test_noise_aware_graph_maps_latents_to_the_statistics_exactly():
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+def _first_form(mech, released):
+    """The noise-aware model of ``regression(n)`` as first written (before issue 33 item 4), built
+    here from the docstring's formulas: ``Z'y = Z'Z w + sigma L u``, ``y'y = w'Z'Z w + 2 sigma
+    w'L u + sigma^2 (u'u + q)``, ``dot`` products and one scalar entry per statistic."""
+    import pytensor.tensor as pt
+
+    reg, n = mech.regression, mech.rows["y"]
+    lo, hi = np.array([f.lo for f in reg.features]), np.array([f.hi for f in reg.features])
+    centers = np.array([f.center for f in reg.features])
+    with pm.Model() as model:
+        beta = pm.Normal("beta", 0, 1, shape=2)
+        sigma = pm.HalfNormal("sigma", 1)
+        alpha = pm.Normal("alpha", 0, 1)
+        w = pt.concatenate([pt.reshape(alpha + beta @ centers - reg.y_center, (1,)), beta])
+        mean = pm.Uniform("_nss_y_x_mean", lo, hi, shape=2)
+        chol, _, _ = pm.LKJCholeskyCov("_nss_y_x_cov", n=2, eta=1.0, sd_dist=pm.HalfNormal.dist((hi - lo) / 2, shape=2),
+                                       compute_corr=True)
+        top = pt.concatenate([pt.ones((1, 1)), pt.zeros((1, 2))], axis=1)
+        L = math.sqrt(n) * pt.concatenate([top, pt.concatenate([mean[:, None], chol], axis=1)], axis=0)
+        S = L @ L.T
+        u = pm.Normal("_nss_y_u", 0.0, 1.0, shape=3)
+        q = pm.ChiSquared("_nss_y_q", nu=n - 3)
+        Lu = L @ u
+        szy = S @ w + sigma * Lu
+        syy = w @ S @ w + 2.0 * sigma * (w @ Lu) + sigma**2 * (u @ u + q)
+        latent = [S[0, 1], S[0, 2], S[1, 1], S[1, 2], S[2, 2], szy[1], szy[2], szy[0], syy]
+        names = [name for name, *_ in reg.stats]
+        pm.Laplace("_nss_y_noisy", mu=pt.stack(latent), b=np.array([mech.noise_scales[k] for k in names]),
+                   observed=np.array([released[k] for k in names]))
+    return model
+
+
+def test_noise_aware_law_is_the_first_form_at_every_point():
+    """The noise-aware model's log density (priors, Jacobians of the transforms, the Laplace
+    observation) equals the first form's at random points of the sampler's space, to rounding:
+    the evaluation was rewritten for speed (issue 33 item 4), not the law. A change of any prior,
+    of the map from latents to statistics or of their order fails it."""
+    model, domains = regression(n=40)
+    mech = pymc_dp.noisy_statistics(model, epsilon=1.0, data=domains, ledger=None)
+    reg = mech.regression
+    true = regression_statistics(reg, {"X": model["X"].get_value(), "y": model["y"].get_value()})
+    mech.released = {name: float(v) + 0.1 * i for i, ((name, *_), v) in enumerate(zip(reg.stats, true))}  # fixed, not released
+    new, old = mech.noise_aware_model(), _first_form(mech, mech.released)
+    assert {v.name for v in new.value_vars} == {v.name for v in old.value_vars}
+    f_new, f_old = new.compile_logp(), old.compile_logp()
+    rng = np.random.default_rng(5)
+    start = new.initial_point()
+    for _ in range(20):
+        point = {k: v + rng.normal(0, 0.5, np.shape(v)) for k, v in start.items()}
+        a, b = f_new(point), f_old(point)
+        assert np.isfinite(a) and a == pytest.approx(b, rel=1e-10, abs=1e-8)
+    # and the comparison can fail: one released number moved by 1 changes the first form's density
+    bent = {**mech.released, "sum(y^2)": mech.released["sum(y^2)"] + 1.0}
+    assert f_new(start) != pytest.approx(_first_form(mech, bent).compile_logp()(start), rel=1e-10, abs=1e-8)
+
+
+def test_it_samples_with_a_dense_mass_matrix_unless_told_otherwise(monkeypatch):
+    """PyMC's full-matrix adaptation for the regression's latents (issue 33 item 4: w and u are
+    correlated through Z'y, log sigma and log q through y'y); ``init=`` overrides it."""
+    import warnings
+
+    model, domains = regression(n=40)
+    mech = pymc_dp.noisy_statistics(model, epsilon=2.0, data=domains, ledger=None)
+    seen = []
+    real = pm.sample
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("init"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # PyMC's "experimental" warning is not passed on
+        mech.sample(30, tune=30, chains=1, random_seed=0)
+    mech.sample(30, tune=30, chains=1, random_seed=0, init="adapt_diag")
+    assert seen == ["jitter+adapt_full", "adapt_diag"]
+
+
 @pytest.mark.extended
 def test_posterior_is_near_the_data_at_moderate_epsilon():
     model, domains = regression(n=2000, seed=1)
