@@ -319,8 +319,8 @@ class RefinedRegression(NoisyRegression):
         ``rᵀr = yᵀy - 2 bᵀZᵀy + bᵀZᵀZ b`` (no residual clipped)."""
         reg = self.regression
         b = np.asarray(self.stage_two["fit"], float)
-        Zr = Szy - S @ b
-        rr = Syy - 2.0 * (b @ Szy) + b @ S @ b
+        Zr = Szy - pt.sum(S * b[None, :], axis=1)  # no BLAS ops: see regression._matvec
+        rr = Syy - 2.0 * pt.sum(b * Szy) + pt.sum(S * np.outer(b, b))
         off = int(reg.intercept)
         latent = [Zr[off + j] for j in range(len(reg.features))] + ([Zr[0]] if reg.intercept else []) + [rr]
         scales = self.stage_two["scales"]
