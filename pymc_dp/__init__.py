@@ -51,6 +51,7 @@ from pymc_dp.mechanisms import (
     recommend,
     stochastic_posterior,
 )
+from pymc_dp.mechanisms.histogram import NoisyHistogram, noisy_histogram
 from pymc_dp.preprocess import Standardization, standardize
 from pymc_dp.privacy_report import PrivacyReport, report
 from pymc_dp.query import Answer, Decision, answer
@@ -78,6 +79,8 @@ __all__ = [
     "stochastic_posterior",
     "StochasticPosterior",
     "noisy_statistics",
+    "noisy_histogram",
+    "NoisyHistogram",
     "NoisyCounts",
     "NoisyStatistics",
     "recommend",

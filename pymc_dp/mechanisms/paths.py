@@ -22,6 +22,7 @@ from pymc_dp.exceptions import DomainError, UnsupportedFactorError
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import build_model
 from pymc_dp.mechanisms.counts import NoisyCounts
+from pymc_dp.mechanisms.histogram import NoisyHistogram
 from pymc_dp.mechanisms.logistic import NoisyLogistic, is_logistic
 from pymc_dp.mechanisms.pass_glm import PassGLM, read_glm
 from pymc_dp.mechanisms.refined import RefinedRegression
@@ -106,11 +107,14 @@ def noisy_statistics(
 
     Returns
     -------
-    NoisyCounts or NoisyStatistics
+    NoisyCounts, NoisyStatistics or NoisyHistogram
         :class:`~pymc_dp.mechanisms.counts.NoisyCounts` for a discrete network with Beta /
         Dirichlet priors (Beta-Bernoulli, Dirichlet-Categorical, naive Bayes: noisy counts and
-        the exact posterior given them, iid draws); :class:`NoisyStatistics` otherwise (the
-        families above, posterior by ``pm.sample``). Call ``sample`` to release.
+        the exact posterior given them, iid draws); :class:`NoisyStatistics` for the families
+        above (posterior by ``pm.sample``); else, for one container of scalar records under one
+        law with a ``logcdf`` in PyMC (a mixture, a Student-t, ...; ``delta = 0``),
+        :class:`~pymc_dp.mechanisms.histogram.NoisyHistogram`: a noisy histogram and the
+        noise-aware posterior given it. Call ``sample`` to release.
     """
     model = build_model(model)
     kwargs = dict(epsilon=epsilon, data=data, unit=unit, public=public, values=values, ledger=ledger)
@@ -143,6 +147,16 @@ def noisy_statistics(
         return NoisyStatistics(model, delta=delta, **kwargs)
     except ReadsPrivateCovariates:  # a regression on private covariates
         return _covariate_regression(model, delta=delta, **kwargs)
+    except (UnsupportedFactorError, DomainError) as no_family:
+        # no exponential family of its own: one container of scalar records under one law (a
+        # mixture, a Student-t, ...) gets a noisy histogram; otherwise the families' reason stands
+        if delta != 0.0 or kwargs.get("values") is not None:
+            raise
+        hist_kwargs = {k: v for k, v in kwargs.items() if k != "values"}
+        try:
+            return NoisyHistogram(model, **hist_kwargs)
+        except (UnsupportedFactorError, DomainError) as no_histogram:
+            raise type(no_family)(f"{no_family} A noisy histogram does not apply either: {no_histogram}") from no_family
 
 
 def _covariate_regression(model, *, delta, weights=None, **kwargs):
@@ -250,6 +264,12 @@ def _recommend(model, *, epsilon, data, unit, public, random_seed, delta) -> Rec
             f"noisy sufficient statistics do not apply ({err}); posterior sampling with a truncated prior does",
             {},
         )
+    if isinstance(mech, NoisyHistogram):
+        return Recommendation("noisy_statistics", (
+            f"one container of scalar records under one law ({mech.factor.name!r}) with no sufficient statistics of "
+            f"its own: a histogram of {mech.bins} public cells is released once with discrete Laplace noise of scale "
+            f"{mech.noise_scale:.3g} per count, and the noise-aware posterior given it is sampled "
+            "(docs/theory/histogram.md); one posterior draw would need the prior truncated"), {})
     if not isinstance(mech, NoisyStatistics):  # a discrete network: noisy counts, exact posterior
         return _recommend_counts(mech, epsilon, random_seed)
     if hasattr(mech, "regression"):  # the covariates are private: no prior predictive of them

@@ -15,6 +15,7 @@ from pymc_dp.mechanisms.localized import LocalizedPosterior
 from pymc_dp.mechanisms.statistics import NoisyStatistics
 
 DOMAIN = {"y": pymc_dp.Interval(-5, 5)}
+PUBLIC_X = ("x",)
 
 
 def normal_mean(n=40, seed=0):
@@ -26,6 +27,17 @@ def normal_mean(n=40, seed=0):
 
 
 def student_location(n=40, seed=0):
+    """A robust regression on a public covariate: no sufficient statistics, and no noisy histogram
+    (its law differs per record); iid Student-t records would get one (test_histogram_paths)."""
+    x = np.linspace(-1.0, 1.0, n)
+    y = (1.0 + 0.5 * x + np.random.default_rng(seed).normal(0.0, 1.0, n)).clip(-5, 5)
+    with pm.Model() as m:
+        xd, yd = pm.Data("x", x), pm.Data("y", y)
+        pm.StudentT("obs", nu=3, mu=pm.Normal("mu", 0, 3) + pm.Normal("slope", 0, 1) * xd, sigma=1.0, observed=yd)
+    return m
+
+
+def student_iid(n=40, seed=0):
     y = np.random.default_rng(seed).normal(1.0, 1.0, n).clip(-5, 5)
     with pm.Model() as m:
         yd = pm.Data("y", y)
@@ -49,10 +61,10 @@ def test_auto_takes_noisy_statistics_where_they_apply_and_every_record_says_so(t
 
 
 def test_auto_samples_the_posterior_below_the_localizing_budget_and_says_why():
-    pmod = pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, ledger=None, path="auto")
+    pmod = pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None, path="auto")
     assert isinstance(pmod, pymc_dp.PrivateModel) and pmod.path_choice.path == "posterior"
     passed = dict(pmod.path_choice.considered)
-    assert "StudentT" in passed["noisy_statistics"] and f"< {LOCALIZED_FROM_EPSILON:g}" in passed["localized"]
+    assert "differ between records" in passed["noisy_statistics"] and f"< {LOCALIZED_FROM_EPSILON:g}" in passed["localized"]
     before = str(pymc_dp.report(pmod))  # before any release the report already states the choice
     assert "Release path" in before and "not localized" in before
     idata = pmod.sample(chains=1, tune=100, random_seed=2)
@@ -60,14 +72,14 @@ def test_auto_samples_the_posterior_below_the_localizing_budget_and_says_why():
 
 
 def test_auto_localizes_from_the_localizing_budget_on():
-    mech = pymc_dp.make_private(student_location(), epsilon=LOCALIZED_FROM_EPSILON, draws=1, data=DOMAIN, ledger=None,
+    mech = pymc_dp.make_private(student_location(), epsilon=LOCALIZED_FROM_EPSILON, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None,
                                 path="auto")
     assert isinstance(mech, LocalizedPosterior) and mech.path_choice.path == "localized"
     assert [p for p, _ in mech.path_choice.considered] == ["noisy_statistics"]
 
 
 def test_a_path_the_user_names_carries_no_choice():
-    pmod = pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, ledger=None)
+    pmod = pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None)
     assert pmod.path_choice is None
     assert "Release path" not in str(pymc_dp.report(pmod))
 
@@ -81,8 +93,8 @@ def test_the_noisy_statistics_path_from_make_private_and_the_decorator():
         return normal_mean()
 
     assert isinstance(build(), NoisyStatistics)
-    with pytest.raises(pymc_dp.UnsupportedFactorError, match="StudentT"):
-        pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, ledger=None, path="noisy_statistics")
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="differ between records"):
+        pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None, path="noisy_statistics")
 
 
 @pytest.mark.parametrize("path", ["auto", "noisy_statistics"])
@@ -113,7 +125,7 @@ def test_a_refuted_certificate_is_raised_never_passed_over(monkeypatch):
 
     monkeypatch.setattr(auto, "make_private", refuted)
     with pytest.raises(pymc_dp.exceptions.CertificateRefutedError, match="injected"):
-        pymc_dp.make_private(student_location(), epsilon=5.0, draws=1, data=DOMAIN, ledger=None, path="auto")
+        pymc_dp.make_private(student_location(), epsilon=5.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None, path="auto")
 
 
 def test_an_unknown_path_names_every_path():
@@ -121,3 +133,17 @@ def test_an_unknown_path_names_every_path():
         pymc_dp.make_private(normal_mean(), epsilon=1.0, draws=1, data=DOMAIN, ledger=None, path="bogus")
     for name in ("posterior", "localized", "noisy_statistics", "auto"):
         assert repr(name) in str(err.value)
+
+
+def test_auto_takes_a_noisy_histogram_for_iid_records_without_sufficient_statistics():
+    """iid Student-t records: no exponential family, but one law for every record with a cdf in
+    PyMC: the noisy histogram (pymc_dp/mechanisms/histogram.py), chosen from public facts."""
+    from pymc_dp.mechanisms.histogram import NoisyHistogram
+
+    mech = pymc_dp.make_private(student_iid(), epsilon=2.0, draws=1, data=DOMAIN, ledger=None, path="auto")
+    assert isinstance(mech, NoisyHistogram) and mech.path_choice.path == "noisy_statistics"
+    assert "histogram" in mech.path_choice.reason
+    assert isinstance(pymc_dp.make_private(student_iid(), epsilon=2.0, draws=1, data=DOMAIN, ledger=None,
+                                           path="noisy_statistics"), NoisyHistogram)
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="histogram does not apply either"):
+        pymc_dp.noisy_statistics(student_location(), epsilon=1.0, data=DOMAIN, public=PUBLIC_X, ledger=None)
