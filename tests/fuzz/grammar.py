@@ -114,6 +114,10 @@ PROFILES = {
     # noisy_statistics): built by :func:`generate_paths`, not by the composer above; last in the
     # table, so that the other profiles' seeds (their index in it) build what they always built
     "paths": {"columns": (1, 2, 3, 4)},
+    # iid records of one container under one law (no covariates) for the noisy statistics and
+    # the noisy histogram, asked through path "noisy_statistics" or "auto": built by
+    # :func:`generate_iid`; last, so that the other profiles' seeds build what they always built
+    "iid": {},
 }
 
 
@@ -849,7 +853,7 @@ def generate(seed: int, profile: str = "campaign") -> GeneratedModel:
     ----------
     seed : int
         Any non-negative integer.
-    profile : {"campaign", "ci", "wide_scale", "paths"}
+    profile : {"campaign", "ci", "wide_scale", "paths", "iid"}
         The shapes drawn (:data:`PROFILES`): ``"ci"`` keeps designs to 3 columns and 3 groups;
         ``"paths"`` draws the GLMs of :func:`generate_paths` and the release path to ask for.
 
@@ -859,6 +863,8 @@ def generate(seed: int, profile: str = "campaign") -> GeneratedModel:
     """
     if profile == "paths":
         return generate_paths(seed)
+    if profile == "iid":
+        return generate_iid(seed)
     rng = np.random.default_rng([20261128, int(seed), list(PROFILES).index(profile)])
     comp = _Composer(rng=rng, n=int(rng.integers(20, 61)), sizes=PROFILES[profile])
     family = _weighted_key(rng, {k: w for k, (_, w, _) in FAMILIES.items()})
@@ -1054,4 +1060,93 @@ def generate_paths(seed: int) -> GeneratedModel:
     comp.note(f"epsilon={epsilon:g}, draws={draws}, make_private(..., path={path!r})")
     return GeneratedModel(seed=int(seed), recipe=tuple(comp.recipe), model=model, data=dict(comp.data),
                           public=tuple(comp.public), unit=unit, epsilon=epsilon, draws=draws, family=family,
+                          path=path, must_refuse=shape)
+
+
+# ---------------------------------------------------------------------------- profile "iid"
+#: the laws profile "iid" draws for one container of scalar records: exponential families the
+#: noisy statistics serve, and laws with no sufficient statistics (a noisy histogram serves them)
+IID_FAMILIES = ("normal", "studentt", "mixture", "censored", "gamma", "lognormal", "poisson", "negbin")
+#: the paths profile "iid" asks for, with their weights
+IID_PATHS = {"noisy_statistics": 1.0, "auto": 1.0}
+
+
+def generate_iid(seed: int) -> GeneratedModel:
+    """The model of ``seed`` in profile ``"iid"``: one private container of ``n`` (20..300) scalar
+    records observed iid by one law (:data:`IID_FAMILIES`) with its parameters shared by every
+    record, a bounded declared domain (Interval for continuous laws, Integers for counts), the
+    unit (record or ``Users(max_rows=2)``), ``epsilon`` in :data:`PATHS_EPSILONS`, and the path
+    (:data:`IID_PATHS`). In about :data:`REFUSE_SHARE` of the models the records' domain is
+    declared unbounded above, which every path must refuse (``must_refuse``)."""
+    rng = np.random.default_rng([20261128, int(seed), list(PROFILES).index("iid")])
+    comp = _Composer(rng=rng, n=int(rng.integers(20, 301)), sizes=PROFILES["iid"])
+    family = comp.pick(IID_FAMILIES)
+    path = _weighted_key(rng, IID_PATHS)
+    shape = "unbounded_outcome" if comp.coin(REFUSE_SHARE) else ""
+    comp.note(f"seed={seed}; profile=iid; n={comp.n}; family={family}; path={path}"
+              + (f"; must refuse: {shape}" if shape else ""))
+    n = comp.n
+    with pm.Model() as model:
+        if family in ("poisson", "negbin"):
+            M = int(comp.pick((5, 20, 60)))
+            mean = float(rng.uniform(0.5, M / 3))
+            raw = rng.poisson(mean, n) if family == "poisson" else rng.negative_binomial(2, 2 / (2 + mean), n)
+            domain = pymc_dp.Interval(0.0, np.inf) if shape else pymc_dp.Integers(0, M)
+            x = comp.outcome(np.minimum(raw, M), domain)
+            mu = pm.Gamma("mu", 2.0, 2.0 / max(mean, 0.5))
+            comp.note(f"mu ~ Gamma(2, {2.0 / max(mean, 0.5):.3g})")
+            if family == "poisson":
+                comp.note(f"{LIKELIHOOD} ~ Poisson(mu)")
+                pm.Poisson(LIKELIHOOD, mu=mu, observed=x)
+            else:
+                comp.note(f"alpha ~ HalfNormal(5); {LIKELIHOOD} ~ NegativeBinomial(mu, alpha)")
+                pm.NegativeBinomial(LIKELIHOOD, mu=mu, alpha=pm.HalfNormal("alpha", 5.0), observed=x)
+        else:
+            positive = family in ("gamma", "lognormal")
+            lo, hi = ((0.0, float(comp.pick((5.0, 20.0)))) if positive
+                      else comp.pick(((-5.0, 5.0), (0.0, 10.0), (-10.0, 10.0))))
+            centre, width = (lo + hi) / 2.0, (hi - lo)
+            if family == "mixture":
+                draws = np.where(rng.random(n) < 0.4, rng.normal(lo + width / 4, width / 12, n), rng.normal(hi - width / 4, width / 12, n))
+            elif positive:
+                draws = rng.gamma(2.0, width / 8, n)
+            else:
+                draws = centre + rng.normal(0, width / 6, n) * (1.0 if family != "studentt" else rng.standard_t(3, n) / 2)
+            domain = pymc_dp.Interval(lo, np.inf) if shape else pymc_dp.Interval(lo, hi)
+            x = comp.outcome(np.clip(draws, lo, hi), domain)
+            if family == "normal":
+                comp.note(f"mu ~ Normal({centre:g}, {width:g}); sigma ~ HalfNormal({width / 4:g}); {LIKELIHOOD} ~ Normal(mu, sigma)")
+                pm.Normal(LIKELIHOOD, mu=pm.Normal("mu", centre, width), sigma=pm.HalfNormal("sigma", width / 4), observed=x)
+            elif family == "studentt":
+                comp.note(f"mu ~ Normal({centre:g}, {width:g}); sigma ~ HalfNormal({width / 4:g}); {LIKELIHOOD} ~ StudentT(3, mu, sigma)")
+                pm.StudentT(LIKELIHOOD, nu=3.0, mu=pm.Normal("mu", centre, width), sigma=pm.HalfNormal("sigma", width / 4),
+                            observed=x)
+            elif family == "mixture":
+                comp.note(f"w ~ Dirichlet(1, 1); mu ~ Normal([{lo + width / 4:g}, {hi - width / 4:g}], {width / 4:g}); "
+                          f"sigma ~ HalfNormal({width / 8:g}, shape 2); {LIKELIHOOD} ~ NormalMixture(w, mu, sigma)")
+                pm.NormalMixture(LIKELIHOOD, w=pm.Dirichlet("w", np.ones(2)),
+                                 mu=pm.Normal("mu", np.array([lo + width / 4, hi - width / 4]), width / 4, shape=2),
+                                 sigma=pm.HalfNormal("sigma", width / 8, shape=2), observed=x)
+            elif family == "censored":
+                a, b = lo + width / 5, hi - width / 5
+                comp.note(f"mu ~ Normal({centre:g}, {width:g}); sigma ~ HalfNormal({width / 4:g}); "
+                          f"{LIKELIHOOD} ~ Censored(Normal(mu, sigma), {a:g}, {b:g})")
+                x.set_value(np.clip(np.asarray(x.get_value()), a, b))
+                pm.Censored(LIKELIHOOD, pm.Normal.dist(pm.Normal("mu", centre, width), pm.HalfNormal("sigma", width / 4)),
+                            lower=a, upper=b, observed=x)
+            elif family == "gamma":
+                comp.note(f"alpha ~ Gamma(2, 1); beta ~ Gamma(2, 1); {LIKELIHOOD} ~ Gamma(alpha, beta)")
+                x.set_value(np.maximum(np.asarray(x.get_value()), width * 1e-3))
+                pm.Gamma(LIKELIHOOD, alpha=pm.Gamma("alpha", 2.0, 1.0), beta=pm.Gamma("beta", 2.0, 1.0), observed=x)
+            else:
+                comp.note(f"mu ~ Normal(0, 2); sigma ~ HalfNormal(1); {LIKELIHOOD} ~ LogNormal(mu, sigma)")
+                x.set_value(np.maximum(np.asarray(x.get_value()), width * 1e-3))
+                pm.LogNormal(LIKELIHOOD, mu=pm.Normal("mu", 0.0, 2.0), sigma=pm.HalfNormal("sigma", 1.0), observed=x)
+    kind = comp.pick(("record", "record", "record", "users"))
+    unit = pymc_dp.Users(max_rows=2) if kind == "users" else kind
+    comp.note(f"unit={'Users(max_rows=2)' if kind == 'users' else repr(kind)}")
+    epsilon = float(comp.pick(PATHS_EPSILONS))
+    comp.note(f"epsilon={epsilon:g}, draws=1, make_private(..., path={path!r})")
+    return GeneratedModel(seed=int(seed), recipe=tuple(comp.recipe), model=model, data=dict(comp.data),
+                          public=tuple(comp.public), unit=unit, epsilon=epsilon, draws=1, family=family,
                           path=path, must_refuse=shape)

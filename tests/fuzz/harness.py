@@ -330,6 +330,10 @@ def _timed(result: FuzzResult, start: float, cpu_start: float) -> FuzzResult:
     return result
 
 
+#: the profiles whose models ask for a release path (checked in mode "paths")
+PATHS_PROFILES = ("paths", "iid")
+
+
 def run_one(seed: int, *, profile: str = "campaign", timeout_s: float = DEFAULT_TIMEOUT_S, effort: str = "thorough",
             fp_errors: bool = True, mode: str = "budget") -> FuzzResult:
     """Generate the model of ``seed`` (``generate(seed, profile)``) and :func:`check_model` it in
@@ -337,10 +341,11 @@ def run_one(seed: int, *, profile: str = "campaign", timeout_s: float = DEFAULT_
     crash at stage ``"generate"``."""
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}: one of {MODES}")
-    if (profile == "paths") != (mode == "paths") and not (profile == "paths" and mode == "budget"):
-        raise ValueError(f"mode={mode!r} with profile={profile!r}: profile 'paths' is checked in mode 'paths' only "
-                         "(its default 'budget' is read as 'paths'), and mode 'paths' needs profile 'paths'")
-    if profile == "paths":
+    paths_profile = profile in PATHS_PROFILES
+    if paths_profile != (mode == "paths") and not (paths_profile and mode == "budget"):
+        raise ValueError(f"mode={mode!r} with profile={profile!r}: profiles {PATHS_PROFILES} are checked in mode 'paths' "
+                         "only (their default 'budget' is read as 'paths'), and mode 'paths' needs one of them")
+    if paths_profile:
         mode = "paths"
     try:
         generated = generate(seed, profile)
@@ -454,10 +459,17 @@ def _stages_of(mech, rng: np.random.Generator) -> list[dict]:
     ``(label, column slice, claimed epsilon share)``; and, for a one-vector Laplace release, the
     declared sensitivity (``sensitivity`` per statistic, ``weights``, ``K``) whose weighted L1
     bound is checked too."""
+    from pymc_dp.mechanisms.histogram import NoisyHistogram
     from pymc_dp.mechanisms.logistic import NoisyLogistic, score_information
     from pymc_dp.mechanisms.noise import continuous_laplace
     from pymc_dp.mechanisms.refined import RefinedRegression, stage_two_values
 
+    if isinstance(mech, NoisyHistogram):  # one count vector, L1 sensitivity declared, one scale
+        k = mech.bins
+        return [{"label": "noisy histogram", "values": lambda data: mech.true_counts(data)[None, :].astype(float),
+                 "scales": np.full((1, k), mech.noise_scale), "segments": [("counts", slice(0, k), mech.epsilon)],
+                 "sensitivity": np.ones(k), "weights": np.ones(k), "K": float(mech.sensitivity), "K2": None,
+                 "noise": "laplace"}]
     names = [s.name for _, s in getattr(mech, "statistics", ())]
     if isinstance(mech, NoisyLogistic):
         Z, y = mech._data(mech._values)
@@ -641,7 +653,7 @@ def _check_noise(result: FuzzResult, mech, generated: GeneratedModel) -> None:
     if problems:
         result.status = "refuted"
     result.stage = "release"
-    mech.release_statistics()
+    (mech.release_statistics if hasattr(mech, "release_statistics") else mech.release_counts)()
     mech.noise_aware_model()  # the posterior's model is built (its sampling is post-processing, not run here)
     result.problems += composition_problems(mech, generated, mech._public())
 

@@ -388,3 +388,52 @@ def test_a_path_that_accepts_a_shape_it_must_refuse_is_a_problem():
     marked = dataclasses.replace(g, must_refuse="studentt_likelihood")
     result = harness.check_paths_model(marked)
     assert result.status == "certified" and any("must refuse" in p for p in result.problems)
+
+
+# ---------------------------------------------------------------------------- profile "iid"
+#: Profile ``"iid"`` (``grammar.generate_iid``) in mode ``"paths"``: one container of scalar records
+#: under one law, asked through path "noisy_statistics" or "auto"; the noisy statistics of an
+#: exponential family (3: Poisson, 11: Normal) or a noisy histogram (0: a mixture, 2: a
+#: log-normal, 5: a Student-t) checked by brute force; 7: an unbounded domain, refused.
+IID_FAST_SEEDS = (0, 2, 3, 5, 7, 11)
+IID_SEEDS = tuple(range(40))
+
+
+def test_fuzz_iid_fast_tier_has_no_crash_no_refuted_claim_and_only_named_typed_refusals():
+    results = [harness.run_one(seed, profile="iid", timeout_s=PATHS_TIMEOUT_S) for seed in IID_FAST_SEEDS]
+    assert all(r.mode == "paths" for r in results)
+    _assert_contract(results, {}, "KNOWN_PATHS_HOLES")
+    checked = {r.refutation.split("(")[1].split(")")[0] for r in results if r.status == "certified"}
+    assert checked == {"NoisyHistogram", "NoisyStatistics"}, checked
+    assert all("sensitivity: worst observed / claimed" in r.refutation for r in results if r.status == "certified")
+    assert [r.seed for r in results if r.status == "refused"] == [7]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", range(0, len(IID_SEEDS), CHUNK), ids=lambda first: f"seeds{first}-{first + CHUNK - 1}")
+def test_fuzz_iid_chunk_has_no_crash_no_refuted_claim_and_only_named_typed_refusals(first):
+    results = [harness.run_one(seed, profile="iid", timeout_s=PATHS_TIMEOUT_S) for seed in IID_SEEDS[first:first + CHUNK]]
+    _assert_contract(results, {}, "KNOWN_PATHS_HOLES")
+
+
+def test_iid_profile_is_reproducible_and_draws_every_law_and_path():
+    assert grammar.generate(4, "iid").description == grammar.generate(4, "iid").description
+    laws, paths = set(), set()
+    for seed in range(120):
+        g = grammar.generate(seed, "iid")
+        laws.add(g.family)
+        paths.add(g.path)
+        assert g.must_refuse in ("", "unbounded_outcome") and g.epsilon in grammar.PATHS_EPSILONS
+    assert laws == set(grammar.IID_FAMILIES) and paths == set(grammar.IID_PATHS)
+
+
+def test_the_sensitivity_check_passes_a_noisy_histogram_and_catches_half_its_noise():
+    g = grammar.generate(0, "iid")  # a two-component Normal mixture: a noisy histogram
+    mech = pymc_dp.make_private(g.model, epsilon=g.epsilon, draws=1, data=dict(g.data), unit=g.unit, ledger=None,
+                                path="noisy_statistics")
+    ratio, problems = harness.sensitivity_check(mech, g.unit, np.random.default_rng(0))
+    assert problems == [] and ratio == pytest.approx(1.0)
+    halved = copy.copy(mech)
+    halved.noise_scale = mech.noise_scale / 2
+    ratio, problems = harness.sensitivity_check(halved, g.unit, np.random.default_rng(0))
+    assert ratio == pytest.approx(2.0) and any("privacy loss" in p for p in problems)
