@@ -24,6 +24,7 @@ ledger charge, and the audit protocol used by :func:`pymc_dp.audit`).
 
 from pymc_dp.mechanisms.auto import PathChoice, choose_path
 from pymc_dp.mechanisms.base import Mechanism
+from pymc_dp.mechanisms.censored_statistics import CensoredNormalStatistics  # registers the censored Normal's statistics
 from pymc_dp.mechanisms.counts import NoisyCounts
 from pymc_dp.mechanisms.localized import LocalizedPosterior, localized_posterior
 from pymc_dp.mechanisms.map import PrivateMAP, private_map
@@ -43,6 +44,7 @@ __all__ = [
     "FourierUpdates",
     "LaplaceUpdates",
     "Mechanism",
+    "CensoredNormalStatistics",
     "PathChoice",
     "choose_path",
     "NoisyCounts",
