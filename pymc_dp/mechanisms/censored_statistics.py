@@ -237,6 +237,8 @@ class CensoredNormalStatistics(FamilyStatistics):
     (``joint_bound(weights) -> (K, attained, d)``), read by ``NoisyStatistics``."""
 
     joint_bound: Callable[[Sequence[float]], tuple[float, float, int]] | None = None
+    #: each statistic's per-record values of an array of records (``recommend``'s variance inflation)
+    per_record: Callable[[np.ndarray], list] | None = None
 
 
 def _reads_rv(var) -> bool:
@@ -318,6 +320,14 @@ def _censored_normal(op, factor: str, container: str, params: tuple, domain: Dom
             out.append(float(np.square(u).sum()) + fill * int(at_lo.sum() + at_hi.sum()))
         return np.array(out, float)
 
+    def per_record(x):
+        x = np.asarray(x, float)
+        at_lo = (x <= a) if has_lo else np.zeros(x.shape, bool)
+        at_hi = (x >= b) if has_hi else np.zeros(x.shape, bool)
+        u = np.where(at_lo | at_hi, 0.0, x - centre)
+        out = [at_lo.astype(float)] * has_lo + [at_hi.astype(float)] * has_hi + [u]
+        return out + ([u * u + fill * (at_lo | at_hi)] if free_scale else [])
+
     def add_law(ps, n, z, bs, prefix, noise="laplace"):
         mu_, sigma_ = ps[0], ps[1]
         t = truncated_moments(mu_, sigma_, a if has_lo else -math.inf, b if has_hi else math.inf, centre)
@@ -358,5 +368,5 @@ def _censored_normal(op, factor: str, container: str, params: tuple, domain: Dom
 
     return CensoredNormalStatistics(
         factor, container, tuple(stats), summarise, add_law,
-        joint_bound=lambda weights: joint_bound(has_lo, has_hi, free_scale, weights),
+        joint_bound=lambda weights: joint_bound(has_lo, has_hi, free_scale, weights), per_record=per_record,
     )

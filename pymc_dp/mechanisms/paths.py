@@ -289,7 +289,8 @@ def _recommend(model, *, epsilon, data, unit, public, random_seed, delta) -> Rec
         x = np.asarray(prior.prior_predictive[f.name].values, float)
         x = x.reshape(-1, *x.shape[2:])  # (draws, rows, ...)
         n = mech.rows[f.container] * f.elements
-        per_record = [x, x**2]
+        # a family with other statistics than sum x, sum x^2 gives its own per-record values (censored_statistics)
+        per_record = f.family.per_record(x) if getattr(f.family, "per_record", None) is not None else [x, x**2]
         for s, t in zip(f.family.statistics, per_record):
             var = float(np.mean(np.var(t.reshape(t.shape[0], -1), axis=1)))
             b = mech.noise_scales[s.name]

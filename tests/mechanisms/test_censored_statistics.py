@@ -177,6 +177,8 @@ def test_auto_and_recommend_choose_noisy_statistics():
     model, domains = censored_model(n=30)
     rec = pymc_dp.recommend(model, epsilon=1.0, data=domains)
     assert rec.path == "noisy_statistics", str(rec)
+    assert set(rec.variance_inflation) == set(pymc_dp.NoisyStatistics(model, epsilon=1.0, data=domains, ledger=None).noise_scales)
+    assert all(v > 1.0 for v in rec.variance_inflation.values())
     mech = pymc_dp.make_private(model, epsilon=1.0, draws=1000, data=domains, path="noisy_statistics", ledger=None)
     assert isinstance(mech, pymc_dp.NoisyStatistics)
 
