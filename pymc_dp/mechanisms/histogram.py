@@ -163,14 +163,19 @@ def read_histogram_factor(model: pm.Model, domains: Mapping[str, Domain]) -> His
     except DomainError as err:
         raise UnsupportedFactorError(f"path 'noisy_statistics' (histogram): the container {container!r}: {err}.") from None
     try:
-        probe = pm.logcdf(rv, pt.as_tensor(np.array([0.0, 1.0, 2.0])))
-    except (NotImplementedError, ValueError, TypeError) as err:
+        probes = [pm.logcdf(rv, pt.as_tensor(np.arange(k, dtype=float))) for k in (3, 4)]
+    except NotImplementedError as err:
         raise UnsupportedFactorError(
-            f"path 'noisy_statistics' (histogram): PyMC has no logcdf for {rv.name!r} ({type(err).__name__}); "
-            "the cells' probabilities need it.") from None
-    if probe.type.ndim != 1:
+            f"path 'noisy_statistics' (histogram): PyMC has no logcdf for {rv.name!r} ({err}); the cells' "
+            "probabilities need it.") from None
+    except (ValueError, TypeError):
+        probes = None
+    # one law for every record: its cdf broadcasts against cut points of any length (a parameter
+    # with one value per record would broadcast against n of them only)
+    if probes is None or any(p.type.ndim != 1 or p.type.shape[0] not in (None, k) for p, k in zip(probes, (3, 4))):
         raise UnsupportedFactorError(
-            f"path 'noisy_statistics' (histogram): the law of {rv.name!r} is not one law per scalar record.")
+            f"path 'noisy_statistics' (histogram): the law of {rv.name!r} differs between records (a parameter with "
+            "one value per record); a histogram needs one law for every record.")
     return HistogramFactor(rv.name, container, rv, domain)
 
 

@@ -170,6 +170,12 @@ def test_what_the_histogram_cannot_serve_is_refused_typed_and_named(tmp_path):
         NoisyHistogram(normal_location(), epsilon=1.0, delta=1e-6, data=DOMAIN, ledger=ledger)
     with pytest.raises(pymc_dp.PrivacyError, match="bins="):
         pymc_dp.noisy_histogram(normal_location(), epsilon=1.0, data=DOMAIN, ledger=ledger, bins=1)
+    for rows in (3, 4, 10):  # one location per record, whatever the number of rows
+        with pm.Model() as per_record:
+            xd = pm.Data("x", np.zeros(rows))
+            pm.Normal("obs", mu=pm.Normal("mu", 0, 1, shape=rows), sigma=1.0, observed=xd)
+        with pytest.raises(pymc_dp.UnsupportedFactorError, match="differs between records"):
+            pymc_dp.noisy_histogram(per_record, epsilon=1.0, data=DOMAIN, ledger=ledger)
     with pm.Model() as matrix:
         xd = pm.Data("x", np.zeros((5, 2)))
         pm.Normal("obs", mu=pm.Normal("mu", 0, 1), sigma=1.0, observed=xd)

@@ -298,7 +298,10 @@ def test_refuses_an_unsupported_family_and_an_invalid_delta():
         yd = pm.Data("y", np.ones(5))
         pm.Exponential("lik", pm.Gamma("lam", 2, 2), observed=yd)
     with pytest.raises(UnsupportedFactorError, match="'lik'.*Bernoulli"):
-        pymc_dp.noisy_statistics(model, epsilon=1.0, data={"y": pymc_dp.Interval(0, 2)}, ledger=None)
+        pymc_dp.NoisyStatistics(model, epsilon=1.0, data={"y": pymc_dp.Interval(0, 2)}, ledger=None)
+    # noisy_statistics then releases a noisy histogram (one law per record, a cdf in PyMC)
+    assert isinstance(pymc_dp.noisy_statistics(model, epsilon=1.0, data={"y": pymc_dp.Interval(0, 2)}, ledger=None),
+                      pymc_dp.NoisyHistogram)
     # delta > 0 is Gaussian noise (tests/mechanisms/test_gaussian.py); delta >= 1 guarantees nothing
     assert pymc_dp.noisy_statistics(coin(), epsilon=1.0, delta=1e-6, data={"x": pymc_dp.Binary()}, ledger=None).noise == "gaussian"
     with pytest.raises(pymc_dp.PrivacyError, match="delta"):
@@ -307,7 +310,7 @@ def test_refuses_an_unsupported_family_and_an_invalid_delta():
 
 def test_refuses_wrong_domains():
     with pytest.raises(DomainError, match="'obs'.*Integers"):
-        pymc_dp.noisy_statistics(counts(), epsilon=1.0, data={"y": pymc_dp.Interval(0, 10)}, ledger=None)
+        pymc_dp.NoisyStatistics(counts(), epsilon=1.0, data={"y": pymc_dp.Interval(0, 10)}, ledger=None)
     with pytest.raises(DomainError, match="'y'"):
         pymc_dp.noisy_statistics(counts(cap=50), epsilon=1.0, data={"y": pymc_dp.Integers(0, 5)}, ledger=None)
 
