@@ -58,10 +58,9 @@ from pymc_dp.factors import private_ancestors, strip_casts
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
 from pymc_dp.mechanisms.noise import discrete_laplace, laplace_log_ratio, opendp_version
-from pymc_dp.mechanisms.statistics import warn_if_chains_disagree
+from pymc_dp.mechanisms.statistics import noise_free_model, warn_if_chains_disagree, with_initvals
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.release import check_ledger, ledger_state, publish
-from pymc_dp.rewrite import without_initvals
 from pymc_dp.units import Users, as_unit, describe_unit
 from pymc_dp.version import software_versions
 
@@ -179,27 +178,6 @@ def read_histogram_factor(model: pm.Model, domains: Mapping[str, Domain]) -> His
     return HistogramFactor(rv.name, container, rv, domain)
 
 
-def _noise_free_model(model: pm.Model, factor: HistogramFactor) -> tuple[pm.Model, dict, dict]:
-    """A new model: the user's without the factor, its container and the Deterministics that read
-    it; the map from the user's variables to the new model's; the user's initial values. Never
-    mutated (its initial values are lifted during the conversion and put back)."""
-    from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
-
-    with without_initvals(model) as initvals:
-        fg, _ = fgraph_from_model(model)
-    private = {v: v.name for v in model.data_vars if v.name == factor.container}
-    drop = {factor.name, factor.container} | {d.name for d in model.deterministics if private_ancestors(d, private)}
-    for i in reversed(range(len(fg.outputs))):
-        if fg.outputs[i].name in drop:
-            fg.remove_output(i)
-    new = model_from_fgraph(fg, mutate_fgraph=True)
-    replace = {v: new[v.name] for v in model.free_RVs + model.deterministics + model.data_vars if v.name not in drop}
-    # the user's initial values (an ordered mixture's locations): given to pm.sample, as the new
-    # model's own would make it unclonable (fgraph_from_model refuses them)
-    starts = {rv.name: np.asarray(v) for rv, v in initvals.items() if v is not None and rv.name not in drop}
-    return new, replace, starts
-
-
 class NoisyHistogram(Mechanism):
     """Discrete-Laplace-noised cell counts of one container, released once, and noise-aware
     posterior draws (module docstring; build with :func:`noisy_histogram`).
@@ -258,7 +236,7 @@ class NoisyHistogram(Mechanism):
         discrete_laplace(np.zeros(0, np.int64), self.noise_scale, sensitivity=self.sensitivity, epsilon=self.epsilon)
         self.reads = (self.factor.container,)
         self.dataset_id = dataset_id(self._values, self.domains, unit)
-        self._noise_free, self._replace, self._initvals = _noise_free_model(model, self.factor)
+        self._noise_free, self._replace, self._initvals = noise_free_model(model, [self.factor.name], self.domains)
         self.released: np.ndarray | None = None
         self.draws = 0
         self.last_release: az.InferenceData | None = None
@@ -315,10 +293,9 @@ class NoisyHistogram(Mechanism):
         # reaches towards 0 and PyMC's 0.8 diverged in 10 of 40 calibration datasets at epsilon 1
         # (benchmarks/results/calibration_histogram.md), whose intervals then undercovered
         sample_kwargs.setdefault("target_accept", 0.95)
-        if self._initvals:
-            sample_kwargs["initvals"] = {**self._initvals, **(sample_kwargs.get("initvals") or {})}
         with model, warnings.catch_warnings():
-            idata = pm.sample(draws=int(draws), random_seed=random_seed, var_names=keep, **sample_kwargs)
+            idata = pm.sample(draws=int(draws), random_seed=random_seed, var_names=keep,
+                              **with_initvals(sample_kwargs, self._initvals))
         self.draws = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
         warn_if_chains_disagree(idata.posterior, [v.name for v in self.model.free_RVs])
         groups = {g: getattr(idata, g) for g in ("posterior", "sample_stats") if g in idata.groups()}

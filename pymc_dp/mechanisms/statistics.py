@@ -47,7 +47,7 @@ import functools
 import math
 import numbers
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import arviz as az
 import numpy as np
@@ -76,11 +76,12 @@ from pymc_dp.mechanisms.noise import (
 )
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.release import check_ledger, ledger_state, publish
+from pymc_dp.rewrite import without_initvals
 from pymc_dp.sampling import rhat_by_variable
 from pymc_dp.units import Users, as_unit, describe_unit
 from pymc_dp.version import software_versions
 
-__all__ = ["NoisyStatistics", "StatisticsFactor", "EXACT_SUM_LIMIT", "ReadsPrivateCovariates", "square_span"]
+__all__ = ["noise_free_model", "with_initvals", "NoisyStatistics", "StatisticsFactor", "EXACT_SUM_LIMIT", "ReadsPrivateCovariates", "square_span"]
 
 #: largest value of a count statistic whose law is summed exactly (above: a latent Normal)
 EXACT_SUM_LIMIT = 50_000
@@ -333,28 +334,36 @@ def _read_factors(model: pm.Model, domains: Mapping[str, Domain]) -> list[Statis
     return factors
 
 
-def _noise_free_model(model: pm.Model, factors: Sequence[StatisticsFactor], domains) -> tuple[pm.Model, dict]:
-    """A new model: the user's, without its private factors and containers, and without the
-    Deterministics that read them (a logistic regression's ``p``: never released). Never mutated."""
+def noise_free_model(model: pm.Model, factors: Collection[str], private: Collection[str]) -> tuple[pm.Model, dict, dict]:
+    """A new model: the user's without the factors named ``factors``, the private containers
+    ``private`` and the Deterministics that read them (a logistic regression's ``p``: never
+    released); the map from the user's variables to the new model's; and the user's initial
+    values of the variables kept (an ordered mixture's locations), which the sampler is given:
+    as the new model's own they would make it unclonable (``fgraph_from_model`` refuses them, so
+    they are lifted during the conversion and put back). Never mutated."""
     from pymc.model.fgraph import fgraph_from_model, model_from_fgraph
 
     from pymc_dp.factors import private_ancestors
 
-    fg, _ = fgraph_from_model(model)
-    private = {v: v.name for v in model.data_vars if v.name in domains}
-    drop = {f.name for f in factors} | set(domains) | {d.name for d in model.deterministics if private_ancestors(d, private)}
+    with without_initvals(model) as initvals:
+        fg, _ = fgraph_from_model(model)
+    containers = {v: v.name for v in model.data_vars if v.name in private}
+    drop = set(factors) | set(private) | {d.name for d in model.deterministics if private_ancestors(d, containers)}
     for i in reversed(range(len(fg.outputs))):
         if fg.outputs[i].name in drop:
             fg.remove_output(i)
     new = model_from_fgraph(fg, mutate_fgraph=True)
-    replace = {}
-    for v in model.free_RVs + model.deterministics:
-        if v.name not in drop:
-            replace[v] = new[v.name]
-    for v in model.data_vars:
-        if v.name not in domains:
-            replace[v] = new[v.name]
-    return new, replace
+    replace = {v: new[v.name] for v in model.free_RVs + model.deterministics + model.data_vars if v.name not in drop}
+    starts = {rv.name: np.asarray(v) for rv, v in initvals.items() if v is not None and rv.name not in drop}
+    return new, replace, starts
+
+
+def with_initvals(sample_kwargs: dict, initvals: Mapping[str, np.ndarray]) -> dict:
+    """``sample_kwargs`` with the user's initial values (:func:`noise_free_model`) under the
+    caller's own ``initvals``."""
+    if initvals:
+        sample_kwargs["initvals"] = {**initvals, **(sample_kwargs.get("initvals") or {})}
+    return sample_kwargs
 
 
 # =========================================================================== the mechanism
@@ -473,7 +482,7 @@ class NoisyStatistics(Mechanism):
         self.statistics, self.sensitivity, self.noise_scales, self.derivation = self._calibrate()
         # the ledger's name of the dataset: the same data share one budget with make_private
         self.dataset_id = dataset_id(self._values, self.domains, unit)
-        self._noise_free, self._replace = _noise_free_model(model, self.factors, self.domains)
+        self._noise_free, self._replace, self._initvals = noise_free_model(model, [f.name for f in self.factors], self.domains)
         self.released: dict[str, float] | None = None
         self.last_release: az.InferenceData | None = None
         self.laws: dict[str, str] = {}
@@ -655,7 +664,8 @@ class NoisyStatistics(Mechanism):
         with model, warnings.catch_warnings():
             if dense:  # PyMC calls its full-matrix adaptation experimental; the choice is ours, so say it once in the docs
                 warnings.filterwarnings("ignore", message="QuadPotentialFullAdapt is an experimental feature")
-            idata = pm.sample(draws=int(draws), random_seed=random_seed, var_names=keep, **sample_kwargs)
+            idata = pm.sample(draws=int(draws), random_seed=random_seed, var_names=keep,
+                              **with_initvals(sample_kwargs, self._initvals))
         self.draws = int(idata.posterior.sizes["chain"] * idata.posterior.sizes["draw"])
         warn_if_chains_disagree(idata.posterior, [v.name for v in self.model.free_RVs])
         keep_groups = {g: getattr(idata, g) for g in ("posterior", "sample_stats") if g in idata.groups()}

@@ -358,3 +358,16 @@ def test_a_release_warns_when_its_chains_disagree():
     with pytest.warns(UserWarning, match=r"R-hat b [0-9.]+;.*more tune="):
         assert warn_if_chains_disagree(apart, ["a", "b"]) > 1.3
     assert warn_if_chains_disagree(apart.isel(chain=[0]), ["a", "b"]) is None
+
+
+def test_a_model_with_user_initial_values_is_served_and_sampled_from_them():
+    """fgraph_from_model refuses user initvals; the noise-free model lifts them for the conversion,
+    puts them back (the user's model is unchanged) and gives them to the sampler."""
+    with pm.Model() as m:
+        yd = pm.Data("y", np.random.default_rng(0).normal(1, 1, 30).clip(-5, 5))
+        mu = pm.Normal("mu", 0, 3, initval=0.5)
+        pm.Normal("obs", mu, 1.0, observed=yd)
+    mech = pymc_dp.noisy_statistics(m, epsilon=1.0, data={"y": pymc_dp.Interval(-5, 5)}, ledger=None)
+    assert m.rvs_to_initial_values[mu] == 0.5 and mech._initvals == {"mu": 0.5}
+    idata = mech.sample(20, tune=20, chains=1, random_seed=0)
+    assert idata.posterior["mu"].shape == (1, 20)
