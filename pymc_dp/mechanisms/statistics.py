@@ -565,19 +565,28 @@ class NoisyStatistics(Mechanism):
             + ": " + ", ".join(f"{k}: {v:g}" for k, v in sens.items())
         )
         weighted = any(w != 1.0 for w in self.weights.values())
+        # how K was found: a family's own bound (exact by cases), else the certified solver
+        how = ("certified: " + "; ".join(
+            [f"{f.name!r}: exact by cases ({type(f.family).__name__})" for f in self.factors
+             if getattr(f.family, "joint_bound", None) is not None]
+            + (["the others: exact reduction to a concave quadratic, else interval branch and bound"]
+               if any(getattr(f.family, "joint_bound", None) is None and len(f.family.statistics) > 1 for f in self.factors)
+               else [])))
+        if how == "certified: ":
+            how = "certified: exact reduction to a concave quadratic, else interval branch and bound"
         if weighted:
             per_statistic += "; the statistics' shares of the budget (weights w_j): " + ", ".join(
                 f"{k}: {w:g}" for k, w in self.weights.items())
         if self.noise == "laplace" and weighted:
             derivation = per_statistic + (
-                f". Jointly, sum_j w_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified: exact reduction "
-                f"to a concave quadratic, else interval branch and bound; a change attains {attained:.6g}; the sum of the weights would bound it by "
+                f". Jointly, sum_j w_j |change_j| / Delta_j <= K = {K:.6g} over one change ({how}; "
+                f"a change attains {attained:.6g}; the sum of the weights would bound it by "
                 f"{sum(self.weights.values()):g}), so Laplace scales b_j = Delta_j K / (w_j epsilon) give epsilon"
             )
         elif self.noise == "laplace":
             derivation = per_statistic + (
-                f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change (certified: exact reduction to a "
-                f"concave quadratic, else interval branch and bound; a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
+                f". Jointly, sum_j |change_j| / Delta_j <= K = {K:.6g} over one change ({how}; "
+                f"a change attains {attained:.6g}; basic composition over the d = {d} statistics would use "
                 f"{d}), so Laplace scales b_j = Delta_j K / epsilon give epsilon"
             )
         else:
