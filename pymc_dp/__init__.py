@@ -52,6 +52,7 @@ from pymc_dp.mechanisms import (
     stochastic_posterior,
 )
 from pymc_dp.mechanisms.histogram import NoisyHistogram, noisy_histogram
+from pymc_dp.mechanisms.table import NoisyTable, noisy_table
 from pymc_dp.preprocess import Standardization, standardize
 from pymc_dp.privacy_report import PrivacyReport, report
 from pymc_dp.query import Answer, Decision, answer
@@ -81,6 +82,8 @@ __all__ = [
     "noisy_statistics",
     "noisy_histogram",
     "NoisyHistogram",
+    "noisy_table",
+    "NoisyTable",
     "NoisyCounts",
     "NoisyStatistics",
     "recommend",

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("certification, data, release, report", ("preprocess", "private_data", "release", "privacy_report",
                                                "certification", "refutation", "refutation_records")),
     ("posterior sampling", ("core", "mechanisms.base", "mechanisms.bayesnet")),
-    ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.censored_statistics", "mechanisms.histogram", "mechanisms.regression",
+    ("mechanisms", ("mechanisms.updates", "mechanisms.counts", "mechanisms.statistics", "mechanisms.censored_statistics", "mechanisms.histogram", "mechanisms.table", "mechanisms.regression",
                     "mechanisms.refined", "mechanisms.logistic", "mechanisms.pass_glm", "mechanisms.map", "mechanisms.localized", "mechanisms.plan_release", "mechanisms.stochastic", "mechanisms.metric")),
     ("choosing, auditing, looking", ("mechanisms", "mechanisms.paths", "mechanisms.auto", "mechanisms.preview", "sweep", "plots", "query", "audits",
                                      "audits.*")),

@@ -699,12 +699,22 @@ def test_path_not_implemented_error_is_both_kinds():
 def test_a_poisson_regression_refused_by_pass_glm_hears_pass_glm_s_reason():
     """FOUND.md #15 (profile ``paths``, seed 4): a Poisson regression on a covariate declared
     ``Binary()`` was told only that noisy regression statistics need a Normal likelihood; the
-    refusal now also carries PASS-GLM's reason (the covariate's domain), which says what to fix."""
+    refusal now also carries PASS-GLM's reason (the covariate's domain), which says what to fix --
+    and the noisy table's. Seed 4 itself is now served by a noisy table (its covariate's two
+    levels are cells), whose released counts the harness checks by brute force."""
     from tests.fuzz.harness import run_one
 
+    x = np.arange(30) % 7
+    with pm.Model() as model:
+        xd, yd = pm.Data("x_wide", x), pm.Data("y", x % 3)
+        pm.Poisson("y_lik", mu=pm.math.exp(pm.Normal("a") + pm.Normal("b") * xd), observed=yd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError) as err:
+        pymc_dp.noisy_statistics(model, epsilon=1.0, data={"x_wide": pymc_dp.Integers(0, 999), "y": pymc_dp.Integers(0, 5)},
+                                 ledger=None)
+    message = str(err.value)
+    assert "PASS-GLM" in message and "'x_wide'" in message and "Integers(0, 999)" in message and "noisy table" in message
     result = run_one(4, profile="paths", timeout_s=600, mode="paths")
-    assert result.status == "refused", result.message
-    assert "PASS-GLM" in result.message and "x1_data" in result.message and "Binary()" in result.message
+    assert result.status == "certified" and not result.problems, result.message
 
 
 # --------------------------------------------------------------------------- no bare NotImplementedError

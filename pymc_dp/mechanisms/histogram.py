@@ -48,6 +48,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
 
 from pymc_dp.certification import check_budget as _check_budget
 from pymc_dp.certification import check_containers
@@ -64,7 +65,8 @@ from pymc_dp.release import check_ledger, ledger_state, publish
 from pymc_dp.units import Users, as_unit, describe_unit
 from pymc_dp.version import software_versions
 
-__all__ = ["NoisyHistogram", "noisy_histogram", "default_bins", "cut_points", "HistogramFactor", "read_histogram_factor"]
+__all__ = ["NoisyHistogram", "noisy_histogram", "default_bins", "cut_points", "HistogramFactor", "read_histogram_factor",
+           "latent_count_loglik", "per_record_constants"]
 
 #: the number of cells when ``bins=`` is not given: ``round(2 (n epsilon)^(1/3))``, within these
 MIN_BINS, MAX_BINS = 8, 128
@@ -108,6 +110,38 @@ def cell_counts(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     """The count of ``values`` in each cell of the cut points ``cuts`` (``len(cuts) + 1`` cells)."""
     index = np.searchsorted(np.asarray(cuts, float), np.asarray(values, float).reshape(-1), side="left")
     return np.bincount(index, minlength=len(cuts) + 1).astype(np.int64)
+
+
+def latent_count_loglik(y: np.ndarray, rate, b: float, caps: np.ndarray, *, log_rate=None):
+    """``sum_k log sum_c Poisson(c; rate_k) exp(-|y_k - c| / b)``: the log-likelihood of noisy
+    counts ``y`` (discrete Laplace of scale ``b`` on latent Poisson counts of rates ``rate``, a
+    tensor), up to a constant, the latent count summed out exactly over ``c in [y_k - W, y_k + W]``
+    (``W = WINDOW_SCALES b``: the noise's mass beyond is below ``e^-30``), ``0 <= c <= caps_k``.
+
+    ``caps`` (public) bound each latent count (a cell holds at most the records that can reach
+    it); a window clipped at its cap repeats one value, which is counted once. ``log_rate`` may
+    give ``log(rate)`` in a more exact form."""
+    y = np.asarray(y, float)
+    half = int(math.ceil(WINDOW_SCALES * b))
+    start = np.maximum(y - half, 0.0)
+    grid = np.minimum(start[:, None] + np.arange(2 * half + 1)[None, :], np.asarray(caps, float)[:, None])  # public
+    log_rate = pt.log(rate) if log_rate is None else log_rate
+    terms = grid * log_rate[:, None] - rate[:, None] - pt.gammaln(grid + 1.0) - np.abs(y[:, None] - grid) / b
+    distinct = np.concatenate([np.ones((len(y), 1), bool), np.diff(grid, axis=1) > 0], axis=1)
+    terms = pt.where(distinct, terms, -np.inf)
+    return pt.sum(pt.logsumexp(terms, axis=1))
+
+
+def per_record_constants(rv, n: int) -> tuple[list, list]:
+    """Constant arrays of the parameters' graph with ``n`` rows (one per record): public
+    per-record inputs written as plain arrays, as the gallery writes covariates, and fills (every
+    row the same: a zero utility), which carry no record's information but the record count."""
+    inputs, fills = [], []
+    for var in ancestors(rv.owner.inputs[2:]):
+        if isinstance(var, pt.TensorConstant) and var.ndim >= 1 and n > 1 and var.data.shape[0] == n:
+            rows = np.asarray(var.data).reshape(n, -1)
+            (fills if np.all(rows == rows[:1]) else inputs).append(var)
+    return inputs, fills
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +190,11 @@ def read_histogram_factor(model: pm.Model, domains: Mapping[str, Domain]) -> His
         raise UnsupportedFactorError(
             f"path 'noisy_statistics' (histogram): the parameters of {rv.name!r} read the data containers "
             f"{reads_data} (a regression, or a parameter per record); a histogram needs one law for every record.")
+    n = int(np.shape(container_var.get_value())[0])
+    if per_record_constants(rv, n)[0]:  # covariates written as plain arrays: one law per record
+        raise UnsupportedFactorError(
+            f"path 'noisy_statistics' (histogram): the parameters of {rv.name!r} read constant arrays with one value per "
+            f"record ({n}; covariates written as plain arrays); a histogram needs one law for every record.")
     domain = domains[container]
     try:
         cut_points(domain, MIN_BINS)
@@ -262,21 +301,14 @@ class NoisyHistogram(Mechanism):
 
         new = clone_model(self._noise_free)
         replace = {old: new[var.name] for old, var in self._replace.items()}
-        b, half = self.noise_scale, int(math.ceil(WINDOW_SCALES * self.noise_scale))
-        start = np.maximum(y - half, 0.0)
-        grid = np.minimum(start[:, None] + np.arange(2 * half + 1)[None, :], float(self.n))  # (K, M), public
         with new:
             rv = graph_replace(self.factor.rv, replace, strict=False)
             cdf = pt.exp(pm.logcdf(rv, pt.as_tensor(self.cuts)))
             edges = pt.concatenate([pt.zeros(1), cdf, pt.ones(1)])
             prob = pt.clip(edges[1:] - edges[:-1], 1e-300, 1.0)
             log_rate = math.log(self.n) + pt.log(prob)
-            terms = (grid * log_rate[:, None] - self.n * prob[:, None] - pt.gammaln(grid + 1.0)
-                     - np.abs(y[:, None] - grid) / b)
-            # a grid entry clipped at n repeats one value: count it once
-            distinct = np.concatenate([np.ones((len(y), 1), bool), np.diff(grid, axis=1) > 0], axis=1)
-            terms = pt.where(distinct, terms, -np.inf)
-            pm.Potential(POTENTIAL, pt.sum(pt.logsumexp(terms, axis=1)))
+            loglik = latent_count_loglik(y, self.n * prob, self.noise_scale, np.full(len(y), float(self.n)), log_rate=log_rate)
+            pm.Potential(POTENTIAL, loglik)
         return new
 
     def sample(self, draws: int = 1000, *, random_seed: Any = None, **sample_kwargs: Any) -> az.InferenceData:

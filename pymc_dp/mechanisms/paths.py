@@ -28,6 +28,7 @@ from pymc_dp.mechanisms.pass_glm import PassGLM, read_glm
 from pymc_dp.mechanisms.refined import RefinedRegression
 from pymc_dp.mechanisms.regression import NoisyRegression
 from pymc_dp.mechanisms.statistics import NoisyStatistics, ReadsPrivateCovariates
+from pymc_dp.mechanisms.table import NoisyTable
 from pymc_dp.sampling import quiet_sampler
 from pymc_dp.units import Users
 
@@ -152,11 +153,21 @@ def noisy_statistics(
         # mixture, a Student-t, ...) gets a noisy histogram; otherwise the families' reason stands
         if delta != 0.0 or kwargs.get("values") is not None:
             raise
-        hist_kwargs = {k: v for k, v in kwargs.items() if k != "values"}
+        return _histogram_or_table(model, no_family, {k: v for k, v in kwargs.items() if k != "values"})
+
+
+def _histogram_or_table(model, no_family: Exception, kwargs):
+    """A model no exponential family serves: a noisy histogram (one law for every record), else a
+    noisy table of record cells (one law per kind of record: a regression on public inputs or on
+    covariates with public cells); else ``no_family``'s reason with both of theirs."""
+    try:
+        return NoisyHistogram(model, **kwargs)
+    except (UnsupportedFactorError, DomainError) as no_histogram:
         try:
-            return NoisyHistogram(model, **hist_kwargs)
-        except (UnsupportedFactorError, DomainError) as no_histogram:
-            raise type(no_family)(f"{no_family} A noisy histogram does not apply either: {no_histogram}") from no_family
+            return NoisyTable(model, **kwargs)
+        except (UnsupportedFactorError, DomainError) as no_table:
+            raise type(no_family)(f"{no_family} A noisy histogram does not apply either: {no_histogram} Nor a noisy "
+                                  f"table: {no_table}") from no_family
 
 
 def _covariate_regression(model, *, delta, weights=None, **kwargs):
@@ -173,11 +184,20 @@ def _covariate_regression(model, *, delta, weights=None, **kwargs):
     try:
         return NoisyRegression(model, delta=delta, weights=weights, **kwargs)
     except (UnsupportedFactorError, DomainError) as err:
+        # any other family (a negative binomial, a Student-t, an ordinal or indexed regression) on
+        # covariates with public cells: a noisy table of record cells
+        table_refusal = None
+        if delta == 0.0 and weights is None and kwargs.get("values") is None:
+            try:
+                return NoisyTable(model, **{k: v for k, v in kwargs.items() if k != "values"})
+            except (UnsupportedFactorError, DomainError) as no_table:
+                table_refusal = no_table
+        also = f" A noisy table does not apply either: {table_refusal}" if table_refusal is not None else ""
         if glm_refusal is None:
-            raise
+            raise type(err)(f"{err}{also}") from err
         # both refused: say both, so that a Poisson regression's user reads what PASS-GLM needs
         # (a covariate's domain, a public covariate) and not only the Normal regression's reason (FOUND.md #15)
-        raise type(err)(f"{err} PASS-GLM (a Poisson regression with a log link) refused it too: {glm_refusal}") from err
+        raise type(err)(f"{err} PASS-GLM (a Poisson regression with a log link) refused it too: {glm_refusal}{also}") from err
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,6 +290,12 @@ def _recommend(model, *, epsilon, data, unit, public, random_seed, delta) -> Rec
             f"its own: a histogram of {mech.bins} public cells is released once with discrete Laplace noise of scale "
             f"{mech.noise_scale:.3g} per count, and the noise-aware posterior given it is sampled "
             "(docs/theory/histogram.md); one posterior draw would need the prior truncated"), {})
+    if isinstance(mech, NoisyTable):
+        return Recommendation("noisy_statistics", (
+            f"one factor ({mech.factor.name!r}) whose records are few kinds of rows: a table of {mech.cells} public cells "
+            f"({mech.describe_cells()}) is released once with discrete Laplace noise of scale {mech.noise_scale:.3g} per "
+            "count, and the noise-aware posterior given it is sampled (docs/theory/table.md); one posterior draw would "
+            "need the prior truncated"), {})
     if not isinstance(mech, NoisyStatistics):  # a discrete network: noisy counts, exact posterior
         return _recommend_counts(mech, epsilon, random_seed)
     if hasattr(mech, "regression"):  # the covariates are private: no prior predictive of them

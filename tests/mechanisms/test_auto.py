@@ -37,6 +37,26 @@ def student_location(n=40, seed=0):
     return m
 
 
+def student_two_factors(n=40, seed=0):
+    """The robust regression beside iid Student-t records of a second private container, sharing
+    the location: no sufficient statistics, no noisy histogram (two containers) and no noisy table
+    (two factors read private data); the robust regression alone gets a table (test_table.py)."""
+    x = np.linspace(-1.0, 1.0, n)
+    rng = np.random.default_rng(seed)
+    y = (1.0 + 0.5 * x + rng.normal(0.0, 1.0, n)).clip(-5, 5)
+    with pm.Model() as m:
+        xd, yd, zd = pm.Data("x", x), pm.Data("y", y), pm.Data("z", rng.normal(1.0, 1.0, n).clip(-5, 5))
+        mu = pm.Normal("mu", 0, 3)
+        pm.StudentT("obs", nu=3, mu=mu + pm.Normal("slope", 0, 1) * xd, sigma=1.0, observed=yd)
+        pm.StudentT("obs_z", nu=3, mu=mu, sigma=1.0, observed=zd)
+    return m
+
+
+TWO = {"y": pymc_dp.Interval(-5, 5), "z": pymc_dp.Interval(-5, 5)}
+#: the table's refusal of student_two_factors
+NOT_A_TABLE = "a table is released for exactly one observed RV"
+
+
 def student_iid(n=40, seed=0):
     y = np.random.default_rng(seed).normal(1.0, 1.0, n).clip(-5, 5)
     with pm.Model() as m:
@@ -61,10 +81,10 @@ def test_auto_takes_noisy_statistics_where_they_apply_and_every_record_says_so(t
 
 
 def test_auto_samples_the_posterior_below_the_localizing_budget_and_says_why():
-    pmod = pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None, path="auto")
+    pmod = pymc_dp.make_private(student_two_factors(), epsilon=1.0, draws=1, data=TWO, public=PUBLIC_X, ledger=None, path="auto")
     assert isinstance(pmod, pymc_dp.PrivateModel) and pmod.path_choice.path == "posterior"
     passed = dict(pmod.path_choice.considered)
-    assert "differ between records" in passed["noisy_statistics"] and f"< {LOCALIZED_FROM_EPSILON:g}" in passed["localized"]
+    assert NOT_A_TABLE in passed["noisy_statistics"] and f"< {LOCALIZED_FROM_EPSILON:g}" in passed["localized"]
     before = str(pymc_dp.report(pmod))  # before any release the report already states the choice
     assert "Release path" in before and "not localized" in before
     idata = pmod.sample(chains=1, tune=100, random_seed=2)
@@ -72,8 +92,8 @@ def test_auto_samples_the_posterior_below_the_localizing_budget_and_says_why():
 
 
 def test_auto_localizes_from_the_localizing_budget_on():
-    mech = pymc_dp.make_private(student_location(), epsilon=LOCALIZED_FROM_EPSILON, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None,
-                                path="auto")
+    mech = pymc_dp.make_private(student_two_factors(), epsilon=LOCALIZED_FROM_EPSILON, draws=1, data=TWO, public=PUBLIC_X,
+                                ledger=None, path="auto")
     assert isinstance(mech, LocalizedPosterior) and mech.path_choice.path == "localized"
     assert [p for p, _ in mech.path_choice.considered] == ["noisy_statistics"]
 
@@ -93,8 +113,9 @@ def test_the_noisy_statistics_path_from_make_private_and_the_decorator():
         return normal_mean()
 
     assert isinstance(build(), NoisyStatistics)
-    with pytest.raises(pymc_dp.UnsupportedFactorError, match="differ between records"):
-        pymc_dp.make_private(student_location(), epsilon=1.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None, path="noisy_statistics")
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match=NOT_A_TABLE):
+        pymc_dp.make_private(student_two_factors(), epsilon=1.0, draws=1, data=TWO, public=PUBLIC_X, ledger=None,
+                             path="noisy_statistics")
 
 
 @pytest.mark.parametrize("path", ["auto", "noisy_statistics"])
@@ -125,7 +146,7 @@ def test_a_refuted_certificate_is_raised_never_passed_over(monkeypatch):
 
     monkeypatch.setattr(auto, "make_private", refuted)
     with pytest.raises(pymc_dp.exceptions.CertificateRefutedError, match="injected"):
-        pymc_dp.make_private(student_location(), epsilon=5.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None, path="auto")
+        pymc_dp.make_private(student_two_factors(), epsilon=5.0, draws=1, data=TWO, public=PUBLIC_X, ledger=None, path="auto")
 
 
 def test_an_unknown_path_names_every_path():
@@ -145,5 +166,8 @@ def test_auto_takes_a_noisy_histogram_for_iid_records_without_sufficient_statist
     assert "histogram" in mech.path_choice.reason
     assert isinstance(pymc_dp.make_private(student_iid(), epsilon=2.0, draws=1, data=DOMAIN, ledger=None,
                                            path="noisy_statistics"), NoisyHistogram)
-    with pytest.raises(pymc_dp.UnsupportedFactorError, match="histogram does not apply either"):
-        pymc_dp.noisy_statistics(student_location(), epsilon=1.0, data=DOMAIN, public=PUBLIC_X, ledger=None)
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="histogram does not apply either.*Nor a noisy table"):
+        pymc_dp.noisy_statistics(student_two_factors(), epsilon=1.0, data=TWO, public=PUBLIC_X, ledger=None)
+    # the robust regression alone: its law differs between records, so a noisy table of record cells
+    table = pymc_dp.make_private(student_location(), epsilon=2.0, draws=1, data=DOMAIN, public=PUBLIC_X, ledger=None, path="auto")
+    assert isinstance(table, pymc_dp.NoisyTable) and "table of" in table.path_choice.reason

@@ -176,6 +176,12 @@ def test_what_the_histogram_cannot_serve_is_refused_typed_and_named(tmp_path):
             pm.Normal("obs", mu=pm.Normal("mu", 0, 1, shape=rows), sigma=1.0, observed=xd)
         with pytest.raises(pymc_dp.UnsupportedFactorError, match="differs between records"):
             pymc_dp.noisy_histogram(per_record, epsilon=1.0, data=DOMAIN, ledger=ledger)
+    z = np.linspace(-1, 1, 20)  # a covariate written as a plain array (the gallery's ordinal model): one law per record
+    with pm.Model() as plain_covariate:
+        xd = pm.Data("x", np.zeros(20))
+        pm.Normal("obs", mu=pm.Normal("b", 0, 1) * z, sigma=1.0, observed=xd)
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="constant arrays with one value per record"):
+        pymc_dp.noisy_histogram(plain_covariate, epsilon=1.0, data=DOMAIN, ledger=ledger)
     with pm.Model() as matrix:
         xd = pm.Data("x", np.zeros((5, 2)))
         pm.Normal("obs", mu=pm.Normal("mu", 0, 1), sigma=1.0, observed=xd)

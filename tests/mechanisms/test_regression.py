@@ -328,12 +328,15 @@ def test_refusals_name_the_factor():
         Xd, yd = pm.Data("X", X), pm.Data("y", rng.uniform(-1, 1, 10))
         pm.Normal("lik", pm.Normal("b") * Xd[:, 0] * Xd[:, 1], 1.0, observed=yd)
     with pytest.raises(UnsupportedFactorError, match="'lik'"):
-        pymc_dp.noisy_statistics(product, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)}, ledger=None)
+        NoisyRegression(product, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)}, ledger=None)
+    # noisy_statistics then releases a noisy table of record cells (test_table.py)
+    assert isinstance(pymc_dp.noisy_statistics(product, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)},
+                                               ledger=None), pymc_dp.NoisyTable)
     with pm.Model() as public_offset:
         Xd, yd, zd = pm.Data("X", X), pm.Data("y", rng.uniform(-1, 1, 10)), pm.Data("z", rng.normal(size=10))
         pm.Normal("lik", zd + Xd @ pm.Normal("b", shape=2), 1.0, observed=yd)
     with pytest.raises(UnsupportedFactorError, match="'lik'.*offset.*differs between records"):
-        pymc_dp.noisy_statistics(public_offset, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)},
+        NoisyRegression(public_offset, epsilon=1.0, data={"X": pymc_dp.Box(-1, 1), "y": pymc_dp.Interval(-1, 1)},
                                  public=("z",), ledger=None)
     model, domains = regression()
     da = pytest.importorskip("dask.array")

@@ -283,14 +283,29 @@ def test_dask_array_is_summed_block_by_block():
 # --------------------------------------------------------------------------- refusals
 def test_refuses_a_probit_regression_on_private_covariates():
     """A Normal regression on private covariates has its own path (test_regression.py), and so
-    has a logistic one (test_logistic.py); a probit one has none."""
+    has a logistic one (test_logistic.py); a probit one has no statistics of its own: the Normal
+    regression refuses it by name, and noisy_statistics releases a noisy table of record cells
+    (test_table.py) -- unless its parameters have one value per record, which a table cannot serve."""
+    data = {"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()}
     with pm.Model() as model:
         xd = pm.Data("x", np.linspace(0, 1, 10))
         yd = pm.Data("y", np.arange(10) % 2)
         w = pm.Normal("w")
         pm.Bernoulli("lik", p=pm.math.invprobit(w * xd), observed=yd)
     with pytest.raises(UnsupportedFactorError, match="'lik'.*Normal likelihood.*make_private"):
-        pymc_dp.noisy_statistics(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()}, ledger=None)
+        pymc_dp.mechanisms.regression.NoisyRegression(model, epsilon=1.0, data=data, ledger=None)
+    assert isinstance(pymc_dp.noisy_statistics(model, epsilon=1.0, data=data, ledger=None), pymc_dp.NoisyTable)
+    with pytest.raises(UnsupportedFactorError, match="'lik'.*Normal likelihood.*make_private.*one value per record"):
+        pymc_dp.noisy_statistics(per_record_probit(), epsilon=1.0, data=data, ledger=None)
+
+
+def per_record_probit():
+    with pm.Model() as model:
+        xd = pm.Data("x", np.linspace(0, 1, 10))
+        yd = pm.Data("y", np.arange(10) % 2)
+        w = pm.Normal("w", shape=10)
+        pm.Bernoulli("lik", p=pm.math.invprobit(w * xd), observed=yd)
+    return model
 
 
 def test_refuses_an_unsupported_family_and_an_invalid_delta():
@@ -328,12 +343,7 @@ def test_recommend_reads_public_facts_only():
 
 
 def test_recommend_falls_back_to_posterior_sampling_with_the_reason():
-    with pm.Model() as model:
-        xd = pm.Data("x", np.linspace(0, 1, 10))
-        yd = pm.Data("y", np.arange(10) % 2)
-        w = pm.Normal("w")
-        pm.Bernoulli("lik", p=pm.math.invprobit(w * xd), observed=yd)
-    rec = pymc_dp.recommend(model, epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()})
+    rec = pymc_dp.recommend(per_record_probit(), epsilon=1.0, data={"x": pymc_dp.Interval(0, 1), "y": pymc_dp.Binary()})
     assert rec.path == "make_private" and "'lik'" in rec.reason and rec.variance_inflation == {}
 
 
