@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "fuzz_campaign.md")
     parser.add_argument("--workers", type=int, default=MAX_WORKERS)
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model")
-    parser.add_argument("--profile", default="campaign", choices=("campaign", "ci", "wide_scale", "paths", "iid"))
+    parser.add_argument("--profile", default="campaign", choices=("campaign", "ci", "wide_scale", "paths", "iid", "table"))
     parser.add_argument("--mode", default="budget", choices=MODES,
                         help="budget: certify at the drawn epsilon; bounds: epsilon=None and bounds=region_bounds(model)")
     parser.add_argument("--every", type=int, default=25, help="rewrite the report every this many models")

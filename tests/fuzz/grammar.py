@@ -118,6 +118,11 @@ PROFILES = {
     # the noisy histogram, asked through path "noisy_statistics" or "auto": built by
     # :func:`generate_iid`; last, so that the other profiles' seeds build what they always built
     "iid": {},
+    # regressions whose records are few kinds of rows (covariates with public cells: yes/no
+    # answers, small integer levels, bounded intervals, public inputs) for the noisy table,
+    # asked through path "noisy_statistics" or "auto": built by :func:`generate_table`; last, so
+    # that the other profiles' seeds build what they always built
+    "table": {},
 }
 
 
@@ -853,7 +858,7 @@ def generate(seed: int, profile: str = "campaign") -> GeneratedModel:
     ----------
     seed : int
         Any non-negative integer.
-    profile : {"campaign", "ci", "wide_scale", "paths", "iid"}
+    profile : {"campaign", "ci", "wide_scale", "paths", "iid", "table"}
         The shapes drawn (:data:`PROFILES`): ``"ci"`` keeps designs to 3 columns and 3 groups;
         ``"paths"`` draws the GLMs of :func:`generate_paths` and the release path to ask for.
 
@@ -865,6 +870,8 @@ def generate(seed: int, profile: str = "campaign") -> GeneratedModel:
         return generate_paths(seed)
     if profile == "iid":
         return generate_iid(seed)
+    if profile == "table":
+        return generate_table(seed)
     rng = np.random.default_rng([20261128, int(seed), list(PROFILES).index(profile)])
     comp = _Composer(rng=rng, n=int(rng.integers(20, 61)), sizes=PROFILES[profile])
     family = _weighted_key(rng, {k: w for k, (_, w, _) in FAMILIES.items()})
@@ -901,6 +908,11 @@ REFUSED_SHAPES = {
     "auto": ("unbounded_outcome",),
     "noisy_statistics": ("unbounded_outcome", "studentt_likelihood", "probit_link"),
 }
+#: shapes still drawn (so that every seed builds the model it always built) that a path now
+#: serves: a Student-t or probit regression gets a noisy table of record cells where its
+#: covariates have public cells (pymc_dp/mechanisms/table.py); where they do not, the refusal
+#: must still be typed and named, which the harness checks of every refusal
+SERVED_SHAPES = frozenset({"studentt_likelihood", "probit_link"})
 
 
 def _paths_covariates(comp: _Composer, d: int, true_w: np.ndarray):
@@ -1009,7 +1021,8 @@ def generate_paths(seed: int) -> GeneratedModel:
     d = int(comp.pick(comp.sizes["columns"]))
     comp.outcome_private = comp.coin(0.85)
     comp.note(f"seed={seed}; profile=paths; n={comp.n}; family={family}; path={path}; covariates={d}"
-              + (f"; must refuse: {shape}" if shape else ""))
+              + (f"; shape: {shape} (a noisy table may serve it)" if shape in SERVED_SHAPES
+                 else f"; must refuse: {shape}" if shape else ""))
     true_w = rng.normal(0, 0.5, d)
     true_b0 = float(rng.normal(0, 0.5))
     with pm.Model() as model:
@@ -1060,7 +1073,7 @@ def generate_paths(seed: int) -> GeneratedModel:
     comp.note(f"epsilon={epsilon:g}, draws={draws}, make_private(..., path={path!r})")
     return GeneratedModel(seed=int(seed), recipe=tuple(comp.recipe), model=model, data=dict(comp.data),
                           public=tuple(comp.public), unit=unit, epsilon=epsilon, draws=draws, family=family,
-                          path=path, must_refuse=shape)
+                          path=path, must_refuse="" if shape in SERVED_SHAPES else shape)
 
 
 # ---------------------------------------------------------------------------- profile "iid"
@@ -1142,6 +1155,109 @@ def generate_iid(seed: int) -> GeneratedModel:
                 comp.note(f"mu ~ Normal(0, 2); sigma ~ HalfNormal(1); {LIKELIHOOD} ~ LogNormal(mu, sigma)")
                 x.set_value(np.maximum(np.asarray(x.get_value()), width * 1e-3))
                 pm.LogNormal(LIKELIHOOD, mu=pm.Normal("mu", 0.0, 2.0), sigma=pm.HalfNormal("sigma", 1.0), observed=x)
+    kind = comp.pick(("record", "record", "record", "users"))
+    unit = pymc_dp.Users(max_rows=2) if kind == "users" else kind
+    comp.note(f"unit={'Users(max_rows=2)' if kind == 'users' else repr(kind)}")
+    epsilon = float(comp.pick(PATHS_EPSILONS))
+    comp.note(f"epsilon={epsilon:g}, draws=1, make_private(..., path={path!r})")
+    return GeneratedModel(seed=int(seed), recipe=tuple(comp.recipe), model=model, data=dict(comp.data),
+                          public=tuple(comp.public), unit=unit, epsilon=epsilon, draws=1, family=family,
+                          path=path, must_refuse=shape)
+
+
+# ---------------------------------------------------------------------------- profile "table"
+#: the factors profile "table" draws: no exponential family of their own on these covariates
+TABLE_FAMILIES = ("negbin", "studentt", "probit", "ordered", "categorical", "poisson")
+#: the covariate kinds: private yes/no, private levels 0..L-1, private interval, public pm.Data,
+#: a public plain array (as the gallery writes covariates)
+TABLE_COVARIATES = ("binary", "levels", "interval", "public", "plain")
+#: shapes a table must refuse, drawn in about REFUSE_SHARE of the models
+TABLE_REFUSED = ("unbounded_covariate", "per_record_parameter")
+
+
+def generate_table(seed: int) -> GeneratedModel:
+    """The model of ``seed`` in profile ``"table"``: ``n`` (20..200) records whose outcome (private,
+    bounded) is observed by one factor (:data:`TABLE_FAMILIES`) on 1-3 covariates
+    (:data:`TABLE_COVARIATES`) through a linear predictor, the unit (record or
+    ``Users(max_rows=2)``), ``epsilon`` in :data:`PATHS_EPSILONS` and the path (:data:`IID_PATHS`).
+    In about :data:`REFUSE_SHARE` of the models a shape the table must refuse
+    (:data:`TABLE_REFUSED`): a covariate declared unbounded, or one parameter per record."""
+    rng = np.random.default_rng([20261128, int(seed), list(PROFILES).index("table")])
+    comp = _Composer(rng=rng, n=int(rng.integers(20, 201)), sizes=PROFILES["table"])
+    family = comp.pick(TABLE_FAMILIES)
+    path = _weighted_key(rng, IID_PATHS)
+    shape = comp.pick(TABLE_REFUSED) if comp.coin(REFUSE_SHARE) else ""
+    comp.note(f"seed={seed}; profile=table; n={comp.n}; family={family}; path={path}"
+              + (f"; must refuse: {shape}" if shape else ""))
+    n = comp.n
+    kinds = [comp.pick(TABLE_COVARIATES) for _ in range(int(rng.integers(1, 4)))]
+    if family == "categorical" and all(k in ("public", "plain") for k in kinds):
+        kinds[0] = "binary"  # a private covariate: binned mode for the Categorical too
+    if shape == "unbounded_covariate":
+        kinds[0] = "interval"  # declared Interval(0, inf) below
+    with pm.Model() as model:
+        terms, signal = [], np.zeros(n)
+        for j, kind in enumerate(kinds):
+            name = f"x{j + 1}_data"
+            if kind == "binary":
+                x = rng.integers(0, 2, n).astype(float)
+                term = comp.container(name, x, pymc_dp.Binary(), private=True)
+            elif kind == "levels":
+                levels = int(comp.pick((3, 4, 6)))
+                x = rng.integers(0, levels, n).astype(float)
+                term = comp.container(name, x, pymc_dp.Integers(0, levels - 1), private=True)
+            elif kind == "interval":
+                x = rng.random(n)
+                unbounded = shape == "unbounded_covariate" and j == 0
+                domain = pymc_dp.Interval(0.0, np.inf) if unbounded else pymc_dp.Interval(0.0, 1.0)
+                term = comp.container(name, x, domain, private=True)
+            elif kind == "public":
+                x = rng.normal(size=n)
+                term = comp.container(name, x, pymc_dp.Interval(-10.0, 10.0), private=False, public_values=x)
+            else:
+                x = rng.normal(size=n)
+                term = x
+                comp.note(f"{name} = a plain public array, shape ({n},)")
+            beta = pm.Normal(f"beta{j + 1}", 0.0, 1.0)
+            comp.note(f"beta{j + 1} ~ Normal(0, 1)")
+            terms.append(beta * term)
+            signal += 0.5 * x
+        eta = pm.Normal("intercept", 0.0, 1.0) + sum(terms)
+        comp.note("intercept ~ Normal(0, 1); eta = intercept + sum_j beta_j * x_j")
+        if shape == "per_record_parameter":
+            eta = eta + pm.Normal("u", 0.0, 0.3, shape=n)
+            comp.note(f"u ~ Normal(0, 0.3, shape={n}): one parameter per record; eta += u")
+        if family in ("negbin", "poisson"):
+            M = int(comp.pick((10, 30)))
+            raw = rng.poisson(np.exp(0.5 + signal).clip(0, M))
+            y = comp.outcome(np.minimum(raw, M), pymc_dp.Integers(0, M))
+            if family == "negbin":
+                comp.note(f"{LIKELIHOOD} ~ NegativeBinomial(mu=exp(eta), alpha ~ HalfNormal(5))")
+                pm.NegativeBinomial(LIKELIHOOD, mu=pm.math.exp(eta), alpha=pm.HalfNormal("alpha", 5.0), observed=y)
+            else:
+                comp.note(f"{LIKELIHOOD} ~ Poisson(mu=exp(eta))")
+                pm.Poisson(LIKELIHOOD, mu=pm.math.exp(eta), observed=y)
+        elif family == "studentt":
+            y = comp.outcome(np.clip(signal + rng.standard_t(3, n), -6.0, 6.0), pymc_dp.Interval(-6.0, 6.0))
+            comp.note(f"{LIKELIHOOD} ~ StudentT(3, eta, sigma ~ HalfNormal(2))")
+            pm.StudentT(LIKELIHOOD, nu=3.0, mu=eta, sigma=pm.HalfNormal("sigma", 2.0), observed=y)
+        elif family == "probit":
+            y = comp.outcome((rng.random(n) < 0.5).astype(float), pymc_dp.Binary())
+            comp.note(f"{LIKELIHOOD} ~ Bernoulli(p=invprobit(eta))")
+            pm.Bernoulli(LIKELIHOOD, p=pm.math.invprobit(eta), observed=y)
+        else:
+            K = int(comp.pick((3, 4)))
+            y = comp.outcome(rng.integers(0, K, n).astype(float), pymc_dp.Integers(0, K - 1))
+            if family == "ordered":
+                comp.note(f"cuts ~ Normal(linspace, 1) ordered ({K - 1}); {LIKELIHOOD} ~ OrderedLogistic(eta, cuts)")
+                cuts = pm.Normal("cuts", mu=np.linspace(-1.0, 1.0, K - 1), sigma=1.0,
+                                 transform=pm.distributions.transforms.ordered)
+                pm.OrderedLogistic(LIKELIHOOD, eta=eta, cutpoints=cuts, observed=y)
+            else:
+                comp.note(f"alpha ~ Normal(0, 1, shape {K - 1}); {LIKELIHOOD} ~ Categorical(softmax([eta + alpha, 0]))")
+                alpha = pm.Normal("alpha", 0.0, 1.0, shape=K - 1)
+                util = pt.stack([eta + alpha[k] for k in range(K - 1)] + [pt.zeros_like(eta)]).T
+                pm.Categorical(LIKELIHOOD, p=pm.math.softmax(util, axis=1), observed=y)
     kind = comp.pick(("record", "record", "record", "users"))
     unit = pymc_dp.Users(max_rows=2) if kind == "users" else kind
     comp.note(f"unit={'Users(max_rows=2)' if kind == 'users' else repr(kind)}")

@@ -331,7 +331,7 @@ def _timed(result: FuzzResult, start: float, cpu_start: float) -> FuzzResult:
 
 
 #: the profiles whose models ask for a release path (checked in mode "paths")
-PATHS_PROFILES = ("paths", "iid")
+PATHS_PROFILES = ("paths", "iid", "table")
 
 
 def run_one(seed: int, *, profile: str = "campaign", timeout_s: float = DEFAULT_TIMEOUT_S, effort: str = "thorough",
@@ -463,10 +463,11 @@ def _stages_of(mech, rng: np.random.Generator) -> list[dict]:
     from pymc_dp.mechanisms.logistic import NoisyLogistic, score_information
     from pymc_dp.mechanisms.noise import continuous_laplace
     from pymc_dp.mechanisms.refined import RefinedRegression, stage_two_values
+    from pymc_dp.mechanisms.table import NoisyTable
 
-    if isinstance(mech, NoisyHistogram):  # one count vector, L1 sensitivity declared, one scale
-        k = mech.bins
-        return [{"label": "noisy histogram", "values": lambda data: mech.true_counts(data)[None, :].astype(float),
+    if isinstance(mech, (NoisyHistogram, NoisyTable)):  # one count vector, L1 sensitivity declared, one scale
+        k = mech.bins if isinstance(mech, NoisyHistogram) else mech.cells
+        return [{"label": "noisy histogram" if isinstance(mech, NoisyHistogram) else "noisy table", "values": lambda data: mech.true_counts(data)[None, :].astype(float),
                  "scales": np.full((1, k), mech.noise_scale), "segments": [("counts", slice(0, k), mech.epsilon)],
                  "sensitivity": np.ones(k), "weights": np.ones(k), "K": float(mech.sensitivity), "K2": None,
                  "noise": "laplace"}]
@@ -654,7 +655,13 @@ def _check_noise(result: FuzzResult, mech, generated: GeneratedModel) -> None:
         result.status = "refuted"
     result.stage = "release"
     (mech.release_statistics if hasattr(mech, "release_statistics") else mech.release_counts)()
-    mech.noise_aware_model()  # the posterior's model is built (its sampling is post-processing, not run here)
+    noise_aware = mech.noise_aware_model()  # the posterior's model is built (its sampling is post-processing, not run here)
+    from pymc_dp.mechanisms.table import NoisyTable
+
+    if isinstance(mech, NoisyTable):  # its law is rebuilt at the cells: it must be finite where sampling starts
+        logps = noise_aware.point_logps()
+        if not all(np.isfinite(v) for v in logps.values()):
+            result.problems.append(f"the noisy table's noise-aware model is not finite at its initial point: {logps}")
     result.problems += composition_problems(mech, generated, mech._public())
 
 

@@ -239,7 +239,8 @@ def test_a_name_counts_only_as_a_whole_word():
 #: GLMs built on the release paths other than posterior sampling (localized, auto, noisy_statistics),
 #: each path's proof obligations checked. The fast tier's seeds: NoisyRegression (8), PASS-GLM (21)
 #: and private Newton steps (68) checked by brute force, auto's posterior sampling refuted (59),
-#: typed refusals (0 and 36: shapes their paths must refuse; 3, 6). The slow tier runs the first
+#: typed refusals (0: a shape its path must refuse; 3, 6), a noisy table checked by brute force (36: a
+#: Student-t regression, refused before the table existed). The slow tier runs the first
 #: :data:`PATHS_COUNT` seeds in chunks (a localized release samples twice: 10 to 25 CPU seconds).
 PATHS_FAST_SEEDS = (0, 3, 6, 8, 21, 36, 59, 68)
 PATHS_COUNT = 20
@@ -256,10 +257,10 @@ def test_fuzz_paths_fast_tier_has_no_crash_no_refuted_claim_and_only_named_typed
     assert all(r.mode == "paths" for r in results)
     _assert_contract(results, KNOWN_PATHS_HOLES, "KNOWN_PATHS_HOLES")
     checked = {r.refutation.split("(")[1].split(")")[0] for r in results if r.status == "certified"}
-    assert checked == {"NoisyRegression", "PassGLM", "NoisyLogistic", "PrivateModel"}, checked
+    assert checked == {"NoisyRegression", "PassGLM", "NoisyLogistic", "NoisyTable", "PrivateModel"}, checked
     assert all("sensitivity: worst observed / claimed" in r.refutation for r in results if "Noisy" in r.refutation
                or "PassGLM" in r.refutation)
-    assert sum(r.status == "refused" for r in results) == 4
+    assert sum(r.status == "refused" for r in results) == 3
 
 
 @pytest.mark.slow
@@ -284,7 +285,7 @@ def test_paths_profile_is_reproducible_and_draws_every_path_family_and_refused_s
         assert g.epsilon in grammar.PATHS_EPSILONS
         assert not g.must_refuse or g.must_refuse in grammar.REFUSED_SHAPES[g.path]
     assert paths == set(grammar.PATHS) and families == set(grammar.PATHS_FAMILIES)
-    assert shapes == {""} | {s for v in grammar.REFUSED_SHAPES.values() for s in v}
+    assert shapes == {""} | {s for v in grammar.REFUSED_SHAPES.values() for s in v} - grammar.SERVED_SHAPES
 
 
 def test_paths_mode_goes_with_profile_paths_only():
@@ -431,6 +432,57 @@ def test_the_sensitivity_check_passes_a_noisy_histogram_and_catches_half_its_noi
     g = grammar.generate(0, "iid")  # a two-component Normal mixture: a noisy histogram
     mech = pymc_dp.make_private(g.model, epsilon=g.epsilon, draws=1, data=dict(g.data), unit=g.unit, ledger=None,
                                 path="noisy_statistics")
+    ratio, problems = harness.sensitivity_check(mech, g.unit, np.random.default_rng(0))
+    assert problems == [] and ratio == pytest.approx(1.0)
+    halved = copy.copy(mech)
+    halved.noise_scale = mech.noise_scale / 2
+    ratio, problems = harness.sensitivity_check(halved, g.unit, np.random.default_rng(0))
+    assert ratio == pytest.approx(2.0) and any("privacy loss" in p for p in problems)
+
+
+# ---------------------------------------------------------------------------- profile "table"
+#: Profile ``"table"`` (``grammar.generate_table``) in mode ``"paths"``: one factor on covariates
+#: with public cells (binary, levels, interval, public pm.Data, plain arrays), asked through path
+#: "noisy_statistics" or "auto"; a noisy table checked by brute force (1: Poisson, 2: ordered
+#: logistic, 7: Categorical, 8: Student-t, 17: probit) and its noise-aware model finite where
+#: sampling starts; typed, named refusals (14: an unbounded covariate, 29: one parameter per record).
+TABLE_FAST_SEEDS = (1, 2, 7, 8, 14, 17, 29)
+TABLE_SEEDS = tuple(range(40))
+
+
+def test_fuzz_table_fast_tier_has_no_crash_no_refuted_claim_and_only_named_typed_refusals():
+    results = [harness.run_one(seed, profile="table", timeout_s=PATHS_TIMEOUT_S) for seed in TABLE_FAST_SEEDS]
+    assert all(r.mode == "paths" for r in results)
+    _assert_contract(results, {}, "KNOWN_PATHS_HOLES")
+    checked = {r.refutation.split("(")[1].split(")")[0] for r in results if r.status == "certified"}
+    assert checked == {"NoisyTable"}, checked
+    assert all("sensitivity: worst observed / claimed 1." in r.refutation for r in results if r.status == "certified")
+    assert [r.seed for r in results if r.status == "refused"] == [14, 29]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first", range(0, len(TABLE_SEEDS), CHUNK), ids=lambda first: f"seeds{first}-{first + CHUNK - 1}")
+def test_fuzz_table_chunk_has_no_crash_no_refuted_claim_and_only_named_typed_refusals(first):
+    results = [harness.run_one(seed, profile="table", timeout_s=PATHS_TIMEOUT_S) for seed in TABLE_SEEDS[first:first + CHUNK]]
+    _assert_contract(results, {}, "KNOWN_PATHS_HOLES")
+
+
+def test_table_profile_is_reproducible_and_draws_every_family_covariate_and_refused_shape():
+    assert grammar.generate(4, "table").description == grammar.generate(4, "table").description
+    families, shapes = set(), set()
+    for seed in range(120):
+        g = grammar.generate(seed, "table")
+        families.add(g.family)
+        shapes.add(g.must_refuse)
+        assert g.epsilon in grammar.PATHS_EPSILONS and g.path in grammar.IID_PATHS
+    assert families == set(grammar.TABLE_FAMILIES) and shapes == {"", *grammar.TABLE_REFUSED}
+
+
+def test_the_sensitivity_check_passes_a_noisy_table_and_catches_half_its_noise():
+    g = grammar.generate(1, "table")
+    mech = pymc_dp.make_private(g.model, epsilon=g.epsilon, draws=1, data=dict(g.data), unit=g.unit, public=list(g.public),
+                                ledger=None, path="noisy_statistics")
+    assert isinstance(mech, pymc_dp.NoisyTable)
     ratio, problems = harness.sensitivity_check(mech, g.unit, np.random.default_rng(0))
     assert problems == [] and ratio == pytest.approx(1.0)
     halved = copy.copy(mech)
