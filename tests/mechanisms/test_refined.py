@@ -126,28 +126,6 @@ def test_release_charges_once_and_states_both_stages(tmp_path):
     assert "epsilon_2 = 1.2" in str(pymc_dp.report(idata))
 
 
-def test_it_samples_with_a_dense_mass_matrix_unless_told_otherwise(monkeypatch):
-    import pymc as pm
-
-    model, domains = one_covariate(n=40)
-    mech = pymc_dp.noisy_statistics(model, epsilon=2.0, data=domains, refine=0.6, ledger=None)
-    seen = []
-    real = pm.sample
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("init"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(pm, "sample", spy)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)  # PyMC's "experimental" warning is not passed on
-        mech.sample(50, tune=50, chains=1, random_seed=0)
-    mech.sample(50, tune=50, chains=1, random_seed=0, init="adapt_diag")
-    assert seen == ["jitter+adapt_full", "adapt_diag"]
-
-
 def test_it_no_longer_warns_of_undercoverage():
     import warnings
 
