@@ -3,7 +3,8 @@
 ``mdl_fish``: sneeze counts ~ Poisson(exp(b0 + b1 alcohol + b2 nomeds + b3 alcohol:nomeds)), all
 coefficients N(0, 10). Private: the design matrix ``mx_ex`` (columns alcohol, nomeds,
 alcohol:nomeds; each 0/1) and the counts ``nsneeze`` (the gallery's ``mx_en["nsneeze"]``).
-Domains: the design columns are yes/no answers (Box(0, 1) per row); the sneeze diary has room
+Domains: the design columns are yes/no answers (Binary, every element 0 or 1: the notebook's
+design of two yes/no factors and their product); the sneeze diary has room
 for at most 100 sneezes a day, so counts are Integers(0, 100), and generated counts are capped
 at 100 (none reaches it at the gallery's rates 1/3/6/36).
 """
@@ -76,5 +77,5 @@ def build(data: dict | None = None) -> pm.Model:
     return mdl_fish
 
 
-DOMAINS = {"mx_ex": pymc_dp.Box(0.0, 1.0), "nsneeze": pymc_dp.Integers(0, MAX_SNEEZES)}
+DOMAINS = {"mx_ex": pymc_dp.Binary(), "nsneeze": pymc_dp.Integers(0, MAX_SNEEZES)}
 PUBLIC: tuple[str, ...] = ()

@@ -588,6 +588,15 @@ class NoisyTable(Mechanism):
                    "charged": charged_now, "ledger": ledger_state(self.ledger, self.dataset_id)}
         return publish(self, groups, {**self._public(), "release": release})
 
+    @property
+    def exact_law(self) -> bool:
+        """Whether the noise-aware model evaluates the user's law at every record's own inputs:
+        no covariate axis is binned (each covariate cell is one value, or records are grouped by
+        public inputs whose per-row probabilities are summed exactly). Then the only coarsening
+        is the outcome's cells, whose likelihood is exact for the counts; a binned axis puts each
+        record at its cell's centre instead (``docs/theory/table.md``). A public fact."""
+        return not any(ax.kind == "bins" for ax in self.axes)
+
     def describe_cells(self) -> str:
         """The cells in words (public)."""
         if self.mode == "binned":

@@ -204,6 +204,36 @@ def test_noisy_statistics_and_auto_route_a_regression_with_cells_to_the_table():
     assert isinstance(auto, NoisyTable) and auto.path_choice.path == "noisy_statistics"
 
 
+def yes_no_poisson(n=60, seed=0, domain=None):
+    """The gallery's Poisson regression in small: counts on a private design of yes/no columns."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n, 2)).astype(float)
+    y = np.minimum(rng.poisson(np.exp(0.2 + X @ [0.8, -0.5])), 8)
+    with pm.Model() as m:
+        Xd, yd = pm.Data("X", X), pm.Data("y", y)
+        beta = pm.Normal("beta", 0, 2, shape=2)
+        pm.Poisson("obs", mu=pm.math.exp(pm.Normal("a", 0, 2) + Xd @ beta), observed=yd)
+    return m, {"X": domain or pymc_dp.Binary(), "y": pymc_dp.Integers(0, 8)}
+
+
+def test_a_poisson_regression_takes_the_table_before_pass_glm_only_where_its_law_is_exact():
+    """Yes/no covariates: every covariate cell is one value, the table's law is the model's own,
+    and it comes before PASS-GLM's quadratic of exp; declared continuous (Box), the table would
+    put records at bin centres, and PASS-GLM keeps the regression."""
+    from pymc_dp.mechanisms.pass_glm import PassGLM
+
+    model, domains = yes_no_poisson()
+    mech = pymc_dp.noisy_statistics(model, epsilon=3.0, data=domains, ledger=None)
+    assert isinstance(mech, NoisyTable) and mech.exact_law and mech.groups == 4
+    auto = pymc_dp.make_private(model, epsilon=3.0, draws=1, data=domains, path="auto", ledger=None)
+    assert isinstance(auto, NoisyTable)
+    model, domains = yes_no_poisson(domain=pymc_dp.Box(0.0, 1.0))
+    assert isinstance(pymc_dp.noisy_statistics(model, epsilon=3.0, data=domains, ledger=None), PassGLM)
+    assert not NoisyTable(model, epsilon=3.0, data=domains, ledger=None).exact_law
+    assert NoisyTable(public_ordinal(), epsilon=2.0, data={"y": pymc_dp.Integers(0, 3)}, ledger=None).exact_law
+    assert not NoisyTable(count_regression(), epsilon=3.0, data=DOMAINS, ledger=None).exact_law
+
+
 # --------------------------------------------------------------------------- refusals
 def test_what_the_table_cannot_serve_is_refused_typed_and_named(tmp_path):
     ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite")
