@@ -217,7 +217,33 @@ def read_histogram_factor(model: pm.Model, domains: Mapping[str, Domain]) -> His
     return HistogramFactor(rv.name, container, rv, domain)
 
 
-class NoisyHistogram(Mechanism):
+class CountVectorRelease:
+    """What a release of a discrete-Laplace count vector shares, whatever its cells (the histogram,
+    the table): the noise's public description and the audit protocol. A class using it has
+    ``true_counts(data)`` (the count vector, read only inside the release and the audit) and
+    ``noise_scale``."""
+
+    noise_scale: float
+
+    def count_noise(self) -> dict:
+        """The noise's public description for the release record."""
+        return {"distribution": "discrete Laplace per count", "sampler": "OpenDP make_laplace (OS CSPRNG, not seedable)",
+                "scale": self.noise_scale}
+
+    # ------------------------------------------------------------------ audit protocol
+    def audit_runs(self, data, runs, rng):
+        """``runs`` noisy count vectors on ``data`` (the release before post-processing)."""
+        counts = self.true_counts(data)
+        return np.stack([discrete_laplace(counts, self.noise_scale) for _ in range(int(runs))]).astype(float)
+
+    def audit_log_ratio(self, x, y):
+        return laplace_log_ratio(self.true_counts(x), self.true_counts(y), self.noise_scale)
+
+    def audit_score(self, x, y):
+        return float(np.sum(np.abs(self.true_counts(x) - self.true_counts(y))) / self.noise_scale)
+
+
+class NoisyHistogram(CountVectorRelease, Mechanism):
     """Discrete-Laplace-noised cell counts of one container, released once, and noise-aware
     posterior draws (module docstring; build with :func:`noisy_histogram`).
 
@@ -353,8 +379,7 @@ class NoisyHistogram(Mechanism):
                 + (f"user's {m} rows" if m > 1 else "record") + f" moves at most {m} count(s) down and {m} up, "
                 f"so the count vector's L1 sensitivity is {self.sensitivity:g}; discrete Laplace noise of scale "
                 f"{self.sensitivity:g} / epsilon on every count gives epsilon")},
-            "noise": {"distribution": "discrete Laplace per count", "sampler": "OpenDP make_laplace (OS CSPRNG, not seedable)",
-                      "scale": self.noise_scale},
+            "noise": self.count_noise(),
             "released": {"cut_points": [float(t) for t in self.cuts],
                          "counts": [int(c) for c in (self.released if self.released is not None else [])]},
             "law": {self.factor.name: (
@@ -364,18 +389,6 @@ class NoisyHistogram(Mechanism):
             "seed": "random_seed seeds the posterior draws given the released counts (post-processing); the noise cannot be seeded.",
             "versions": {**software_versions(), "opendp": opendp_version()},
         }
-
-    # ------------------------------------------------------------------ audit protocol
-    def audit_runs(self, data, runs, rng):
-        """``runs`` noisy count vectors on ``data`` (the release before post-processing)."""
-        counts = self.true_counts(data)
-        return np.stack([discrete_laplace(counts, self.noise_scale) for _ in range(int(runs))]).astype(float)
-
-    def audit_log_ratio(self, x, y):
-        return laplace_log_ratio(self.true_counts(x), self.true_counts(y), self.noise_scale)
-
-    def audit_score(self, x, y):
-        return float(np.sum(np.abs(self.true_counts(x) - self.true_counts(y))) / self.noise_scale)
 
     def __repr__(self):
         return (f"<NoisyHistogram {self.epsilon:g}-DP, unit={describe_unit(self.unit)['kind']}, "

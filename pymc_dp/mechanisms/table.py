@@ -73,8 +73,8 @@ from pymc_dp.exceptions import PathNotImplementedError, PrivacyError, Unsupporte
 from pymc_dp.factors import private_ancestors, strip_casts
 from pymc_dp.ledger import Ledger
 from pymc_dp.mechanisms.base import Mechanism, build_model, charge
-from pymc_dp.mechanisms.histogram import cut_points, default_bins, latent_count_loglik, per_record_constants
-from pymc_dp.mechanisms.noise import discrete_laplace, laplace_log_ratio, opendp_version
+from pymc_dp.mechanisms.histogram import CountVectorRelease, cut_points, default_bins, latent_count_loglik, per_record_constants
+from pymc_dp.mechanisms.noise import discrete_laplace, opendp_version
 from pymc_dp.mechanisms.statistics import noise_free_model, warn_if_chains_disagree, with_initvals
 from pymc_dp.preprocess import dataset_id
 from pymc_dp.release import check_ledger, ledger_state, publish
@@ -350,7 +350,7 @@ def _probabilities_at_values(rv, values: np.ndarray, batch: int):
 
 
 # =========================================================================== the mechanism
-class NoisyTable(Mechanism):
+class NoisyTable(CountVectorRelease, Mechanism):
     """Discrete-Laplace-noised counts of record cells, released once, and noise-aware posterior
     draws (module docstring; build with :func:`noisy_table`).
 
@@ -631,8 +631,7 @@ class NoisyTable(Mechanism):
                 + (f"user's {m} rows" if m > 1 else "record") + f" moves at most {m} count(s) down and {m} up, "
                 f"so the count vector's L1 sensitivity is {self.sensitivity:g}; discrete Laplace noise of scale "
                 f"{self.sensitivity:g} / epsilon on every count gives epsilon")},
-            "noise": {"distribution": "discrete Laplace per count", "sampler": "OpenDP make_laplace (OS CSPRNG, not seedable)",
-                      "scale": self.noise_scale},
+            "noise": self.count_noise(),
             "cells": cells,
             "released": {"counts": [int(c) for c in (self.released if self.released is not None else [])]},
             "law": {self.factor.name: (
@@ -644,18 +643,6 @@ class NoisyTable(Mechanism):
             "seed": "random_seed seeds the posterior draws given the released counts (post-processing); the noise cannot be seeded.",
             "versions": {**software_versions(), "opendp": opendp_version()},
         }
-
-    # ------------------------------------------------------------------ audit protocol
-    def audit_runs(self, data, runs, rng):
-        """``runs`` noisy count vectors on ``data`` (the release before post-processing)."""
-        counts = self.true_counts(data)
-        return np.stack([discrete_laplace(counts, self.noise_scale) for _ in range(int(runs))]).astype(float)
-
-    def audit_log_ratio(self, x, y):
-        return laplace_log_ratio(self.true_counts(x), self.true_counts(y), self.noise_scale)
-
-    def audit_score(self, x, y):
-        return float(np.sum(np.abs(self.true_counts(x) - self.true_counts(y))) / self.noise_scale)
 
     def __repr__(self):
         return (f"<NoisyTable {self.epsilon:g}-DP, unit={describe_unit(self.unit)['kind']}, {self.mode}: "
