@@ -28,8 +28,10 @@ The covariate cells, two kinds (:class:`TableFactor`):
   widths represented by their midpoints; a public per-record input (a ``pm.Data`` container or a
   constant array of one value per record) by its distinct values, or by quantile cells
   represented by their means. The covariate cells are the grid of these, ``C`` of them. Their
-  records' shares are unknown (private), so the noise-aware model gives them nuisance weights
-  ``pi ~ Dirichlet(1, ..., 1)`` and cell ``(c, k)`` the rate ``n pi_c p_k(theta; x_c)``.
+  records' shares are unknown (private), so the noise-aware model gives them nuisance rates
+  ``lambda_c ~ Gamma(1, C / n)`` with the public ``n`` observed as ``Poisson(n; sum_c lambda_c)``
+  (``pi = lambda / sum lambda`` is then ``Dirichlet(1, ..., 1)``), and cell ``(c, k)`` the rate
+  ``lambda_c p_k(theta; x_c)``.
 * **clustered** -- every covariate is public. The records are grouped by a k-d tree over the
   public values (median splits of the widest standardised column), ``C`` groups of known size,
   and cell ``(c, k)`` gets the exact rate ``sum_{i in c} p_k(theta; x_i)``: the model's own
@@ -94,9 +96,10 @@ MAX_LEVELS = 256
 PUBLIC_LEVELS = 16
 #: the most cells along one binned continuous covariate
 MAX_COVARIATE_BINS = 32
-#: the names of the noise-aware model's Potential and nuisance weights
+#: the names of the noise-aware model's Potentials (the counts; the public n) and nuisance rates
 POTENTIAL = "__dp_noisy_table"
-WEIGHTS = "__dp_table_weights"
+TOTAL = "__dp_table_rows"
+WEIGHTS = "__dp_table_rates"
 
 
 # =========================================================================== the cells
@@ -552,8 +555,16 @@ class NoisyTable(CountVectorRelease, Mechanism):
             if self.mode == "binned":
                 rv = _rebuild(self.factor.rv, replace, self._representatives())
                 prob, outside = self._cell_probabilities(rv, self.groups)
-                weights = pm.Dirichlet(WEIGHTS, a=np.ones(self.groups)) if self.groups > 1 else pt.ones(1)
-                scale = self.n * weights
+                # the cells' unknown shares as free rates on the log scale, the public n observed
+                # around their sum: pi = lambda / sum(lambda) is Dirichlet(1), and with exact counts
+                # theta's posterior is the Dirichlet form's (the sum factors out); NUTS moves far
+                # better here than on the simplex, whose log-ratios all share the last cell's noise
+                # (gallery Poisson model: tree depth 8.0 -> 5.9, step size 0.019 -> 0.072)
+                if self.groups > 1:
+                    scale = pm.Gamma(WEIGHTS, alpha=1.0, beta=self.groups / self.n, shape=self.groups)
+                    pm.Potential(TOTAL, pm.logp(pm.Poisson.dist(pt.sum(scale)), self.n))
+                else:
+                    scale = pt.full((1,), float(self.n))
                 rate = scale[:, None] * prob  # (C, K)
                 rate_out = scale * outside
                 caps = np.full(self.cells, float(self.n))
@@ -635,8 +646,8 @@ class NoisyTable(CountVectorRelease, Mechanism):
             "cells": cells,
             "released": {"counts": [int(c) for c in (self.released if self.released is not None else [])]},
             "law": {self.factor.name: (
-                ("cell counts Poisson(n pi_c p_k(theta; covariate cell c's centre)), pi ~ Dirichlet(1) the cells' unknown "
-                 "shares" if self.mode == "binned" else
+                ("cell counts Poisson(lambda_c p_k(theta; covariate cell c's centre)), lambda_c ~ Gamma(1, C / n) the "
+                 "cells' unknown sizes with the public n observed as Poisson(n; sum lambda)" if self.mode == "binned" else
                  "cell counts Poisson(sum over the group's records of p_k(theta; the record's public inputs))")
                 + ", each observed with discrete Laplace noise; the latent counts summed out exactly over "
                 "+-30 noise scales; the law's mass outside the declared domain by its Poisson zero")},

@@ -146,13 +146,14 @@ def test_the_binned_law_is_the_direct_sum_over_latent_counts():
     values = np.arange(7)
     for _ in range(3):
         a, b, c = rng.normal(size=3)
-        w = rng.dirichlet(np.ones(4))
-        point = {"a": a, "b": b, "c": c, "__dp_table_weights_simplex__": pm.distributions.transforms.simplex.forward(w).eval()}
+        lam = mech.n * rng.dirichlet(np.ones(4)) * rng.uniform(0.8, 1.2)  # the cells' rates
+        point = {"a": a, "b": b, "c": c, "__dp_table_rates_log__": np.log(lam)}
         mu = np.exp(a + b * cen_g.ravel() + c * cen_x.ravel())  # (4,) covariate cells
         pk = stats.poisson.pmf(values[None, :], mu[:, None])  # (4, 7): every count its own cell
-        rate = (mech.n * w[:, None] * pk).ravel()
-        rate_out = float(np.sum(mech.n * w * (1 - pk.sum(axis=1))))
+        rate = (lam[:, None] * pk).ravel()
+        rate_out = float(np.sum(lam * (1 - pk.sum(axis=1))))
         want = _direct_loglik(mech.released, rate, mech.noise_scale, np.full(mech.cells, mech.n), rate_out)
+        want += stats.poisson.logpmf(mech.n, lam.sum())  # the public n around the rates' sum
         assert _law_at(mech, model, point) == pytest.approx(want, rel=1e-9, abs=1e-7)
 
 
