@@ -278,6 +278,14 @@ def read_table_factor(model: pm.Model, domains: Mapping[str, Domain]) -> TableFa
         raise UnsupportedFactorError(
             f"path 'noisy_statistics' (table): the outcome {container!r} has {observed.type.ndim} dimensions; a table "
             "needs one value per record (a vector).")
+    if getattr(rv.owner.op, "ndim_supp", 0) != 0:
+        # a multivariate law (pm.AR, a GaussianRandomWalk, an MvNormal over the records) gives the
+        # whole container one joint value: its records are not independent given the parameters,
+        # and the law has no per-record cell probabilities (found by gallery_utility on the AR model)
+        raise UnsupportedFactorError(
+            f"path 'noisy_statistics' (table): the factor {rv.name!r} ({type(rv.owner.op).__name__}) is one "
+            f"multivariate law over all of {container!r}, not one law per record; a table needs records that are "
+            "independent given the parameters. Use posterior sampling (path='posterior').")
     params = rv.owner.inputs[2:]
     read = sorted({c for p in params for c in private_ancestors(p, private)})
     if container in read:

@@ -236,6 +236,25 @@ def test_a_poisson_regression_takes_the_table_before_pass_glm_only_where_its_law
 
 
 # --------------------------------------------------------------------------- refusals
+def test_a_multivariate_law_over_the_records_is_refused_before_anything_is_released(tmp_path):
+    """Found by gallery_utility on the AR model: pm.AR gives the whole series one joint value, so
+    it has no per-record cell probabilities; the table took it, released (and charged) the counts,
+    then crashed with PyMC's raw NotImplementedError (no logcdf). Now it is refused at build time,
+    typed and named, and auto goes on to another path."""
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite")
+    y = np.clip(np.cumsum(np.random.default_rng(0).normal(0, 0.3, 30)), -3, 3)
+    with pm.Model() as ar:
+        yd = pm.Data("y", y)
+        rho = pm.Normal("rho", 0.5, 0.2, shape=1)
+        pm.AR("obs", rho=rho, sigma=0.3, init_dist=pm.Normal.dist(0, 1), observed=yd)
+    domains = {"y": pymc_dp.Interval(-3.0, 3.0)}
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="'obs'.*one multivariate law over all of 'y'"):
+        NoisyTable(ar, epsilon=5.0, data=domains, ledger=ledger)
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="multivariate law"):
+        pymc_dp.noisy_statistics(ar, epsilon=5.0, data=domains, ledger=ledger)
+    assert ledger.releases() == []  # nothing charged
+
+
 def test_what_the_table_cannot_serve_is_refused_typed_and_named(tmp_path):
     ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite")
     y = np.arange(10) % 3
