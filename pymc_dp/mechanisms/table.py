@@ -431,6 +431,12 @@ class NoisyTable(CountVectorRelease, Mechanism):
         self.dataset_id = dataset_id(self._values, self.domains, unit)
         self._noise_free, self._replace, self._initvals = noise_free_model(model, [f.name], self.domains)
         self.released: np.ndarray | None = None
+        try:  # build the law once on zero counts: whatever PyMC cannot give fails here, before any charge
+            self.noise_aware_model(counts=np.zeros(self.cells))
+        except (NotImplementedError, ValueError, TypeError) as err:
+            raise UnsupportedFactorError(
+                f"path 'noisy_statistics' (table): the cell probabilities of {f.name!r} cannot be built from its law "
+                f"({type(err).__name__}: {err}). Use posterior sampling (path='posterior').") from err
         self.draws = 0
         self.last_release: az.InferenceData | None = None
 
@@ -551,10 +557,11 @@ class NoisyTable(CountVectorRelease, Mechanism):
         edges = pt.concatenate([pt.zeros((batch, 1)), cdf, pt.ones((batch, 1))], axis=1)
         return edges[:, 1:] - edges[:, :-1], pt.zeros((batch,))
 
-    def noise_aware_model(self) -> pm.Model:
+    def noise_aware_model(self, counts: np.ndarray | None = None) -> pm.Model:
         """The user's priors and public parts with the noisy counts observed around their law
-        (releases the counts first if needed). A new ``pm.Model``."""
-        y = self.release_counts().astype(float)
+        (releases the counts first if needed; ``counts``: public stand-ins instead, to build the
+        law without releasing). A new ``pm.Model``."""
+        y = (self.release_counts() if counts is None else np.asarray(counts)).astype(float)
         from pymc.model.fgraph import clone_model
 
         new = clone_model(self._noise_free)

@@ -255,6 +255,19 @@ def test_a_multivariate_law_over_the_records_is_refused_before_anything_is_relea
     assert ledger.releases() == []  # nothing charged
 
 
+def test_a_law_pymc_cannot_build_is_refused_at_build_time_and_charges_nothing(tmp_path, monkeypatch):
+    """The table builds its noise-aware law once on zero counts in the constructor, so whatever
+    PyMC cannot give (a logcdf, a logp) is a typed refusal before anything is released."""
+    def no_law(self, rv, batch):
+        raise NotImplementedError("LogCDF method not implemented for SomeRV")
+
+    monkeypatch.setattr(NoisyTable, "_cell_probabilities", no_law)
+    ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite")
+    with pytest.raises(pymc_dp.UnsupportedFactorError, match="cell probabilities of 'obs'.*LogCDF"):
+        NoisyTable(count_regression(), epsilon=3.0, data=DOMAINS, ledger=ledger)
+    assert ledger.releases() == []
+
+
 def test_what_the_table_cannot_serve_is_refused_typed_and_named(tmp_path):
     ledger = pymc_dp.Ledger(tmp_path / "ledger.sqlite")
     y = np.arange(10) % 3
