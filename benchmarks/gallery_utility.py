@@ -458,7 +458,7 @@ def main(argv=None):
     runs = [r for r in lines if r.get("kind") == "run"]
     summary = summarise(lines)
     recorded = sum(r.get("certify_seconds", 0) + r.get("sample_seconds", 0) for r in lines if r.get("kind") == "release")
-    refs = sum(r.get("seconds", 0) for r in lines if r.get("kind") == "reference")
+    refs = sum((r.get("seconds") or 0) for r in lines if r.get("kind") == "reference")
     meta = {
         "command": command.strip(),
         "date": date,
