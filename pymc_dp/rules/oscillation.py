@@ -139,7 +139,9 @@ def oscillation(natural: NaturalParameter | LaplaceLocation | StudentTLocation, 
     if isinstance(natural, (LaplaceLocation, StudentTLocation)):
         return natural.oscillation(lo, hi)
     e_lo, e_hi = natural.eta_range(lo, hi)
-    with np.errstate(invalid="ignore"):
+    # over: t_span x a huge width overflows to +inf, the sound (fail-closed) bound; found by the
+    # 10,000-model campaign, seeds 1002560 and 1002570 (Gamma, log link, public design)
+    with np.errstate(invalid="ignore", over="ignore"):
         # a point only where eta is finite there: logit(0) = logit(0) = -inf is a p that saturated
         # in floats (sigmoid of any eta below -745), not a constant parameter (FOUND.md #12)
         point = (e_hi == e_lo) & np.isfinite(e_lo)
