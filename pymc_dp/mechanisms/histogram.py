@@ -225,6 +225,30 @@ class CountVectorRelease:
 
     noise_scale: float
 
+    def count_release_facts(self, partition: str) -> dict:
+        """The release record's public facts that every count-vector release states alike:
+        budget, unit, domains, rows, and the sensitivity with its derivation (``partition``
+        says what the cells partition)."""
+        m = self.rows_per_unit
+        return {
+            "mechanism": self.name,
+            "algorithm": self.algorithm,
+            "epsilon": self.epsilon,
+            "delta": 0.0,
+            "draws": self.draws,
+            "unit": describe_unit(self.unit)["kind"],
+            "rows_per_unit": m,
+            "domains": {k: d.to_dict() for k, d in self.domains.items()},
+            "public": list(self.public),
+            "rows": {self.factor.container: self.n},
+            "sensitivity": {"l1": self.sensitivity, "derivation": (
+                f"{partition}: replacing one " + (f"user's {m} rows" if m > 1 else "record")
+                + f" moves at most {m} count(s) down and {m} up, so the count vector's L1 sensitivity is "
+                f"{self.sensitivity:g}; discrete Laplace noise of scale {self.sensitivity:g} / epsilon on every "
+                "count gives epsilon")},
+            "noise": self.count_noise(),
+        }
+
     def count_noise(self) -> dict:
         """The noise's public description for the release record."""
         return {"distribution": "discrete Laplace per count", "sampler": "OpenDP make_laplace (OS CSPRNG, not seedable)",
@@ -362,24 +386,8 @@ class NoisyHistogram(CountVectorRelease, Mechanism):
         return publish(self, groups, {**self._public(), "release": release})
 
     def _public(self) -> dict:
-        m = self.rows_per_unit
         return {
-            "mechanism": self.name,
-            "algorithm": self.algorithm,
-            "epsilon": self.epsilon,
-            "delta": 0.0,
-            "draws": self.draws,
-            "unit": describe_unit(self.unit)["kind"],
-            "rows_per_unit": m,
-            "domains": {k: d.to_dict() for k, d in self.domains.items()},
-            "public": list(self.public),
-            "rows": {self.factor.container: self.n},
-            "sensitivity": {"l1": self.sensitivity, "derivation": (
-                f"the {self.bins} cells partition the domain of {self.factor.container!r}: replacing one "
-                + (f"user's {m} rows" if m > 1 else "record") + f" moves at most {m} count(s) down and {m} up, "
-                f"so the count vector's L1 sensitivity is {self.sensitivity:g}; discrete Laplace noise of scale "
-                f"{self.sensitivity:g} / epsilon on every count gives epsilon")},
-            "noise": self.count_noise(),
+            **self.count_release_facts(f"the {self.bins} cells partition the domain of {self.factor.container!r}"),
             "released": {"cut_points": [float(t) for t in self.cuts],
                          "counts": [int(c) for c in (self.released if self.released is not None else [])]},
             "law": {self.factor.name: (

@@ -632,7 +632,6 @@ class NoisyTable(CountVectorRelease, Mechanism):
                 f"x {self.outcome_bins} cells of {self.factor.container!r}")
 
     def _public(self) -> dict:
-        m = self.rows_per_unit
         cells = {"mode": self.mode, "outcome_cut_points": [float(t) for t in self.outcome_cuts], "groups": self.groups,
                  "description": self.describe_cells()}
         if self.mode == "binned":
@@ -642,22 +641,7 @@ class NoisyTable(CountVectorRelease, Mechanism):
         else:
             cells["group_sizes"] = [int(s) for s in self.group_sizes]
         return {
-            "mechanism": self.name,
-            "algorithm": self.algorithm,
-            "epsilon": self.epsilon,
-            "delta": 0.0,
-            "draws": self.draws,
-            "unit": describe_unit(self.unit)["kind"],
-            "rows_per_unit": m,
-            "domains": {k: d.to_dict() for k, d in self.domains.items()},
-            "public": list(self.public),
-            "rows": {self.factor.container: self.n},
-            "sensitivity": {"l1": self.sensitivity, "derivation": (
-                f"the {self.cells} cells ({self.describe_cells()}) partition the records: replacing one "
-                + (f"user's {m} rows" if m > 1 else "record") + f" moves at most {m} count(s) down and {m} up, "
-                f"so the count vector's L1 sensitivity is {self.sensitivity:g}; discrete Laplace noise of scale "
-                f"{self.sensitivity:g} / epsilon on every count gives epsilon")},
-            "noise": self.count_noise(),
+            **self.count_release_facts(f"the {self.cells} cells ({self.describe_cells()}) partition the records"),
             "cells": cells,
             "released": {"counts": [int(c) for c in (self.released if self.released is not None else [])]},
             "law": {self.factor.name: (
